@@ -1,0 +1,39 @@
+# Two commands for a fresh machine: `make evaluate` and `make test` (both create the venv first).
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+OUT ?= out/sample
+SAMPLE := data/sample/records.parquet
+
+.PHONY: evaluate test lint typecheck bench sample clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+evaluate: $(STAMP)
+	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --out $(OUT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+	$(BIN)/python -m ruff check pipeline tests bench data
+	$(BIN)/python -m mypy
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check pipeline tests bench data
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_answer_metrics.py
+
+sample: $(STAMP)
+	$(BIN)/python data/generate_sample.py --out $(SAMPLE)
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Readers for every supported input format and atomic writers for results."""

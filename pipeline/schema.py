@@ -1,0 +1,79 @@
+"""The canonical evaluation-record schema and the output contract of ``scores.parquet``.
+
+Every reader produces columns named as below (after the config's column mapping); validation
+casts them to these dtypes or rejects the row with a reason. ``docs/input-formats.md`` documents
+the same table for users.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+REQUIRED_COLUMNS: tuple[str, ...] = ("id", "question", "reference", "response")
+
+#: Canonical input columns and their dtypes (required ones first).
+RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.String(),
+    "question": pl.String(),
+    "reference": pl.String(),
+    "response": pl.String(),
+    "references": pl.List(pl.String()),
+    "citations": pl.List(pl.Int64()),
+    "gold_citations": pl.List(pl.Int64()),
+    "contexts": pl.List(pl.String()),
+    "category": pl.String(),
+    "model": pl.String(),
+    "run": pl.String(),
+    "noise_level": pl.Float64(),
+    "question_type": pl.String(),
+    "doc_id": pl.String(),
+    "prompt_tokens": pl.Int64(),
+    "completion_tokens": pl.Int64(),
+    "total_tokens": pl.Int64(),
+    "latency_ms": pl.Float64(),
+}
+
+OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c for c in RECORD_SCHEMA if c not in REQUIRED_COLUMNS)
+
+#: Provenance columns every reader adds: the file a row came from and its 0-based position there.
+SOURCE_COLUMN = "source"
+ROW_COLUMN = "row_number"
+PROVENANCE_SCHEMA: dict[str, pl.DataType] = {SOURCE_COLUMN: pl.String(), ROW_COLUMN: pl.Int64()}
+
+#: Key columns carried into ``scores.parquet`` ahead of the metric columns.
+KEY_COLUMNS: tuple[str, ...] = (
+    "id",
+    "model",
+    "run",
+    "category",
+    "noise_level",
+    "question_type",
+    SOURCE_COLUMN,
+    ROW_COLUMN,
+)
+
+#: Schema of ``rejected.parquet``: one row per input row that was not scored.
+REJECTED_SCHEMA: dict[str, pl.DataType] = {
+    SOURCE_COLUMN: pl.String(),
+    ROW_COLUMN: pl.Int64(),
+    "id": pl.String(),
+    "reason": pl.String(),
+    "raw": pl.String(),
+}
+
+
+class InputError(ValueError):
+    """A file cannot be evaluated at all (unreadable, unknown format, missing required column)."""
+
+
+class MissingColumnError(InputError):
+    """A required column is absent from an input file."""
+
+    def __init__(self, column: str, path: str, available: list[str]) -> None:
+        self.column = column
+        self.path = path
+        super().__init__(
+            f"{path}: required column {column!r} is missing "
+            f"(columns present: {', '.join(available) or 'none'}; "
+            f"map a differently named column with [columns] {column} = \"...\" in the config)"
+        )
