@@ -1,0 +1,1 @@
+"""Metric expressions (one module per family) and the registry that names them."""

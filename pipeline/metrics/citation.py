@@ -1,0 +1,68 @@
+"""Citation precision, recall and F1 over sets of passage numbers (HotpotQA-style supporting facts).
+
+A citation ``n`` refers to ``contexts[n - 1]``. Predicted citations come from the ``citations``
+column; where it is null they are parsed from ``[n]`` / ``[n, m]`` markers in the response text.
+Both sides are treated as sets (a passage cited twice counts once).
+
+Empty-set convention: empty prediction and empty gold score 1.0 on all three metrics (nothing to
+cite, nothing cited); exactly one side empty scores 0.0 on all three. A null ``gold_citations``
+(no gold annotation) gives null metrics, never a made-up score.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.metrics.common import harmonic_mean, safe_div
+
+#: A bracketed group of citation numbers: ``[3]``, ``[1, 2]``, ``[1; 4]``.
+CITATION_MARKER = r"\[\s*\d{1,9}(?:\s*[,;]\s*\d{1,9})*\s*\]"
+
+
+def parse_citation_markers(text: pl.Expr) -> pl.Expr:
+    """Distinct passage numbers cited by ``[n]`` markers in ``text``, in order of first use.
+
+    >>> import polars as pl
+    >>> pl.select(parse_citation_markers(pl.lit("Paris [1][3], see [1, 2]."))).item().to_list()
+    [1, 3, 2]
+    """
+    numbers = text.str.extract_all(CITATION_MARKER).list.join(" ").str.extract_all(r"\d+")
+    return numbers.cast(pl.List(pl.Int64)).list.unique(maintain_order=True)
+
+
+def predicted_citations(citations: pl.Expr, response: pl.Expr) -> pl.Expr:
+    """The ``citations`` column where present, else the markers parsed from ``response``."""
+    return pl.coalesce(citations, parse_citation_markers(response))
+
+
+def citation_counts(predicted: pl.Expr, gold: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Sufficient statistics ``(n_pred, n_gold, n_correct)`` over the two citation sets."""
+    pred_set = predicted.list.unique()
+    gold_set = gold.list.unique()
+    n_pred = pred_set.list.len().cast(pl.Int64)
+    n_gold = gold_set.list.len().cast(pl.Int64)
+    n_correct = pred_set.list.set_intersection(gold_set).list.len().cast(pl.Int64)
+    # Without gold there is nothing to count against.
+    missing = gold.is_null()
+    return (
+        pl.when(missing).then(None).otherwise(n_pred),
+        n_gold,
+        pl.when(missing).then(None).otherwise(n_correct),
+    )
+
+
+def citation_precision(n_pred: pl.Expr, n_gold: pl.Expr, n_correct: pl.Expr) -> pl.Expr:
+    """``|P ∩ G| / |P|``; with ``P`` empty: 1.0 if ``G`` is empty too, else 0.0."""
+    return safe_div(n_correct, n_pred, empty=(n_gold == 0).cast(pl.Float64))
+
+
+def citation_recall(n_pred: pl.Expr, n_gold: pl.Expr, n_correct: pl.Expr) -> pl.Expr:
+    """``|P ∩ G| / |G|``; with ``G`` empty: 1.0 if ``P`` is empty too, else 0.0."""
+    return safe_div(n_correct, n_gold, empty=(n_pred == 0).cast(pl.Float64))
+
+
+def citation_f1(n_pred: pl.Expr, n_gold: pl.Expr, n_correct: pl.Expr) -> pl.Expr:
+    """Harmonic mean of citation precision and recall (1.0 when both sets are empty)."""
+    return harmonic_mean(
+        citation_precision(n_pred, n_gold, n_correct), citation_recall(n_pred, n_gold, n_correct)
+    )

@@ -1,0 +1,293 @@
+"""The one registry of metrics: name -> spec. The CLI, the docs table and the tests read it.
+
+A spec's ``build`` receives :class:`Inputs` (the configuration and the number of reference
+candidates) and returns an unaliased ``pl.Expr`` over input columns, intermediate columns
+(names starting with ``_``, see ``INTERMEDIATES``) and other metrics it ``needs``. The driver
+computes everything level by level and applies ``.alias(name)`` here, in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import polars as pl
+
+from pipeline import __version__
+from pipeline.config import Config
+from pipeline.metrics import abstention, answer, citation, usage
+from pipeline.text.normalize import lower_collapse
+from pipeline.text.tokenize import squad_tokens
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What metric builders may depend on besides columns."""
+
+    config: Config
+    #: Number of answer candidates: ``reference`` plus the longest ``references`` list.
+    n_candidates: int = 1
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A named metric: how to build it and what its values mean."""
+
+    name: str
+    family: str
+    build: Callable[[Inputs], pl.Expr]
+    dtype: pl.DataType
+    description: str
+    needs: tuple[str, ...] = ()
+    lower: float | None = 0.0
+    upper: float | None = 1.0
+    higher_is_better: bool | None = True
+    nullable: bool = False
+    version: str = __version__
+
+
+def candidate(k: int) -> pl.Expr:
+    """Answer candidate ``k``: 0 is ``reference``, ``k >= 1`` is ``references[k - 1]`` (or null)."""
+    if k == 0:
+        return pl.col("reference")
+    return pl.col("references").list.get(k - 1, null_on_oob=True)
+
+
+def _tokens(k: int) -> str:
+    return f"_ref_tokens_{k}"
+
+
+def _lowered(k: int) -> str:
+    return f"_ref_lower_{k}"
+
+
+def intermediates(inputs: Inputs, needed: Iterable[str]) -> dict[str, pl.Expr]:
+    """Columns computed once and shared by several metrics (dropped from the output).
+
+    ``needed`` names groups: ``_tokens`` (SQuAD tokens of the response and every candidate),
+    ``_lowered`` (lowercased, whitespace-collapsed texts) and ``_predicted_citations``.
+    """
+    needed = set(needed)
+    columns: dict[str, pl.Expr] = {}
+    if "_tokens" in needed:
+        columns["_response_tokens"] = squad_tokens(pl.col("response"))
+        for k in range(inputs.n_candidates):
+            columns[_tokens(k)] = squad_tokens(candidate(k))
+    if "_lowered" in needed:
+        columns["_response_lower"] = lower_collapse(pl.col("response"))
+        for k in range(inputs.n_candidates):
+            columns[_lowered(k)] = lower_collapse(candidate(k))
+    if "_predicted_citations" in needed:
+        columns["_predicted_citations"] = citation.predicted_citations(
+            pl.col("citations"), pl.col("response")
+        )
+    return columns
+
+
+def _answer_em(inputs: Inputs) -> pl.Expr:
+    response = pl.col("_response_tokens")
+    refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
+    scores = [answer.exact_match(response, ref) for ref in refs]
+    return answer.best_over_references(scores, refs, response).cast(pl.Int8)
+
+
+def _answer_f1(inputs: Inputs) -> pl.Expr:
+    response = pl.col("_response_tokens")
+    refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
+    scores = [answer.token_f1(response, ref) for ref in refs]
+    return answer.best_over_references(scores, refs, response)
+
+
+def _answer_em_strict(inputs: Inputs) -> pl.Expr:
+    response = pl.col("_response_lower")
+    scores = [
+        answer.strict_exact_match(response, pl.col(_lowered(k)))
+        for k in range(inputs.n_candidates)
+    ]
+    return pl.max_horizontal(scores).cast(pl.Int8)
+
+
+def _citation_counts(index: int) -> Callable[[Inputs], pl.Expr]:
+    def build(_: Inputs) -> pl.Expr:
+        counts = citation.citation_counts(
+            pl.col("_predicted_citations"), pl.col("gold_citations")
+        )
+        return counts[index]
+
+    return build
+
+
+_COUNTS = ("citation_n_pred", "citation_n_gold", "citation_n_correct")
+
+
+def _citation_score(fn: Callable[[pl.Expr, pl.Expr, pl.Expr], pl.Expr]) -> Callable[[Inputs], pl.Expr]:
+    def build(_: Inputs) -> pl.Expr:
+        return fn(*(pl.col(name) for name in _COUNTS))
+
+    return build
+
+
+def _abstained(inputs: Inputs) -> pl.Expr:
+    return abstention.abstained(pl.col("response"), phrases=inputs.config.abstention_phrases)
+
+
+def _abstention_correct(inputs: Inputs) -> pl.Expr:
+    return abstention.abstention_correct(
+        pl.col("abstained"),
+        pl.col("reference"),
+        pl.col("question_type"),
+        abstention_reference=inputs.config.abstention_reference,
+        unanswerable_types=inputs.config.unanswerable_types,
+    )
+
+
+def _insufficient_context(inputs: Inputs) -> pl.Expr:
+    return abstention.insufficient_context_detected(
+        pl.col("abstained"),
+        pl.col("reference"),
+        insufficient_context_reference=inputs.config.insufficient_context_reference,
+    )
+
+
+def _idk_with_citation(inputs: Inputs) -> pl.Expr:
+    return abstention.idk_with_citation(
+        pl.col("response"), phrases=inputs.config.abstention_phrases
+    )
+
+
+_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "answer_em", "answer", _answer_em, pl.Int8(),
+        "Exact match after SQuAD v2 normalize_answer; max over references.",
+        needs=("_tokens",),
+    ),
+    MetricSpec(
+        "answer_f1", "answer", _answer_f1, pl.Float64(),
+        "SQuAD v2 token F1 (multiset overlap of normalized tokens); max over references.",
+        needs=("_tokens",),
+    ),
+    MetricSpec(
+        "answer_em_strict", "answer", _answer_em_strict, pl.Int8(),
+        "Exact match after lowercasing and collapsing whitespace only; max over references.",
+        needs=("_lowered",),
+    ),
+    MetricSpec(
+        "citation_n_pred", "citation", _citation_counts(0), pl.Int64(),
+        "Number of distinct passages cited (sufficient statistic); null without gold.",
+        needs=("_predicted_citations",), upper=None, higher_is_better=None, nullable=True,
+    ),
+    MetricSpec(
+        "citation_n_gold", "citation", _citation_counts(1), pl.Int64(),
+        "Number of distinct gold passages (sufficient statistic); null without gold.",
+        needs=("_predicted_citations",), upper=None, higher_is_better=None, nullable=True,
+    ),
+    MetricSpec(
+        "citation_n_correct", "citation", _citation_counts(2), pl.Int64(),
+        "Number of cited passages that are gold (sufficient statistic); null without gold.",
+        needs=("_predicted_citations",), upper=None, higher_is_better=None, nullable=True,
+    ),
+    MetricSpec(
+        "citation_precision", "citation", _citation_score(citation.citation_precision),
+        pl.Float64(), "Share of cited passages that are gold (1.0 when both sets are empty).",
+        needs=_COUNTS, nullable=True,
+    ),
+    MetricSpec(
+        "citation_recall", "citation", _citation_score(citation.citation_recall),
+        pl.Float64(), "Share of gold passages that are cited (1.0 when both sets are empty).",
+        needs=_COUNTS, nullable=True,
+    ),
+    MetricSpec(
+        "citation_f1", "citation", _citation_score(citation.citation_f1), pl.Float64(),
+        "Harmonic mean of citation precision and recall.",
+        needs=_COUNTS, nullable=True,
+    ),
+    MetricSpec(
+        "abstained", "abstention", _abstained, pl.Int8(),
+        "1 when the response contains a configured abstention phrase.",
+        higher_is_better=None,
+    ),
+    MetricSpec(
+        "abstention_correct", "abstention", _abstention_correct, pl.Int8(),
+        "Unanswerable rows only: 1 when the response abstains; null for answerable rows.",
+        needs=("abstained",), nullable=True,
+    ),
+    MetricSpec(
+        "insufficient_context_detected", "abstention", _insufficient_context, pl.Int8(),
+        "Rows whose reference is the insufficient-context token: 1 when the response abstains.",
+        needs=("abstained",), nullable=True,
+    ),
+    MetricSpec(
+        "idk_with_citation", "abstention", _idk_with_citation, pl.Int8(),
+        "1 when a sentence abstains and carries a [n] citation marker (should be 0).",
+        higher_is_better=False,
+    ),
+    MetricSpec(
+        "total_tokens", "usage",
+        lambda _: usage.total_tokens(
+            pl.col("total_tokens"), pl.col("prompt_tokens"), pl.col("completion_tokens")
+        ),
+        pl.Int64(), "total_tokens, else prompt_tokens + completion_tokens.",
+        upper=None, higher_is_better=False, nullable=True,
+    ),
+    MetricSpec(
+        "latency_ms", "usage", lambda _: pl.col("latency_ms").cast(pl.Float64), pl.Float64(),
+        "Latency in milliseconds, carried through.",
+        upper=None, higher_is_better=False, nullable=True,
+    ),
+)
+
+REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
+FAMILIES: dict[str, tuple[str, ...]] = {}
+for _spec in _SPECS:
+    FAMILIES[_spec.family] = (*FAMILIES.get(_spec.family, ()), _spec.name)
+
+
+class UnknownMetricError(ValueError):
+    """A requested metric or family does not exist."""
+
+
+def resolve(selection: Iterable[str] | None) -> tuple[MetricSpec, ...]:
+    """Specs for the named metrics or families plus the metrics they need, in registry order."""
+    if selection is None:
+        return _SPECS
+    wanted: set[str] = set()
+    for name in selection:
+        name = name.strip()
+        if name in FAMILIES:
+            wanted.update(FAMILIES[name])
+        elif name in REGISTRY:
+            wanted.add(name)
+        else:
+            raise UnknownMetricError(
+                f"unknown metric or family {name!r}; families: {', '.join(FAMILIES)}; "
+                f"metrics: {', '.join(REGISTRY)}"
+            )
+    pending = list(wanted)
+    while pending:
+        for need in REGISTRY[pending.pop()].needs:
+            if need in REGISTRY and need not in wanted:
+                wanted.add(need)
+                pending.append(need)
+    return tuple(spec for spec in _SPECS if spec.name in wanted)
+
+
+def levels(specs: Iterable[MetricSpec]) -> list[list[MetricSpec]]:
+    """Group specs so each group only needs intermediates or metrics of earlier groups."""
+    specs = list(specs)
+    depth: dict[str, int] = {}
+
+    def level(spec: MetricSpec) -> int:
+        if spec.name not in depth:
+            metric_needs = [REGISTRY[n] for n in spec.needs if n in REGISTRY]
+            depth[spec.name] = 1 + max((level(n) for n in metric_needs), default=-1)
+        return depth[spec.name]
+
+    grouped: dict[int, list[MetricSpec]] = {}
+    for spec in specs:
+        grouped.setdefault(level(spec), []).append(spec)
+    return [grouped[k] for k in sorted(grouped)]
+
+
+def metric_expressions(specs: Iterable[MetricSpec], inputs: Inputs) -> list[pl.Expr]:
+    """Aliased, dtype-cast expressions for ``specs`` (the one place names are applied)."""
+    return [spec.build(inputs).cast(spec.dtype).alias(spec.name) for spec in specs]

@@ -1,0 +1,1 @@
+"""Text normalization and tokenization as polars expressions."""

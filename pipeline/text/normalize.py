@@ -1,0 +1,95 @@
+"""Normalization steps as polars expressions.
+
+``squad_normalize`` reproduces ``normalize_answer`` of the official SQuAD v2 evaluation script
+(lower, remove ASCII punctuation, replace the articles a/an/the by a space, collapse whitespace)
+character for character; see ``pipeline.text.charclasses`` for how CPython's Unicode behaviour is
+matched.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import polars as pl
+
+from pipeline.text.charclasses import (
+    ascii_punctuation_class,
+    lowercase_mismatches,
+    space_class,
+    word_class,
+)
+
+# Private-use code points (no case mapping anywhere) used to shield characters from lowercasing.
+_SHIELD = "\U000f0000"
+_SHIELD_BASE = 0xF0100
+
+
+@cache
+def _shield_tables() -> tuple[list[str], list[str]]:
+    originals = [_SHIELD, *lowercase_mismatches()]
+    encoded = [_SHIELD + _SHIELD] + [
+        _SHIELD + chr(_SHIELD_BASE + i) for i in range(len(originals) - 1)
+    ]
+    return originals, encoded
+
+
+def python_lower(text: pl.Expr) -> pl.Expr:
+    """``str.lower()`` of the running CPython, exactly (full Unicode case mapping, final sigma).
+
+    polars lowercases with a newer Unicode database; the few characters this interpreter does not
+    lowercase are shielded with a prefix-free private-use escape and restored afterwards.
+    """
+    originals, encoded = _shield_tables()
+    if len(originals) == 1:
+        return text.str.to_lowercase()
+    shielded = text.str.replace_many(originals, encoded)
+    return shielded.str.to_lowercase().str.replace_many(encoded, originals)
+
+
+@cache
+def _article_pattern() -> str:
+    non_word = f"[^{word_class()}]"
+    # ``\b(a|an|the)\b`` without look-around: the boundary characters are captured and put back.
+    return f"(^|{non_word})(?:a|an|the)({non_word}|$)"
+
+
+def remove_articles(text: pl.Expr) -> pl.Expr:
+    """Replace each whole-word ``a``/``an``/``the`` by a space, as ``re.sub(r"\\b(a|an|the)\\b")``.
+
+    Matches consume one boundary character on each side, so two articles separated by a single
+    character ("a a") need a second pass; after it no article can remain.
+    """
+    pattern = _article_pattern()
+    once = text.str.replace_all(pattern, "${1} ${2}")
+    return once.str.replace_all(pattern, "${1} ${2}")
+
+
+def remove_ascii_punctuation(text: pl.Expr) -> pl.Expr:
+    """Delete every character of ``string.punctuation``."""
+    return text.str.replace_all(f"[{ascii_punctuation_class()}]", "")
+
+
+def collapse_whitespace(text: pl.Expr) -> pl.Expr:
+    """``" ".join(text.split())``: runs of ``str.isspace`` characters become one space, trimmed."""
+    spaces = space_class()
+    return text.str.replace_all(f"[{spaces}]+", " ").str.replace_all(r"^ | $", "")
+
+
+def squad_core(text: pl.Expr) -> pl.Expr:
+    """``normalize_answer`` up to (not including) the final whitespace collapse."""
+    return remove_articles(remove_ascii_punctuation(python_lower(text)))
+
+
+def squad_normalize(text: pl.Expr) -> pl.Expr:
+    """``normalize_answer`` of the official SQuAD v2 script.
+
+    >>> import polars as pl
+    >>> pl.select(squad_normalize(pl.lit("The  Eiffel-Tower!"))).item()
+    'eiffeltower'
+    """
+    return collapse_whitespace(squad_core(text))
+
+
+def lower_collapse(text: pl.Expr) -> pl.Expr:
+    """Lowercase and collapse whitespace only (the "strict" exact-match normalization)."""
+    return collapse_whitespace(python_lower(text))

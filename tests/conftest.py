@@ -1,0 +1,28 @@
+"""Shared test helpers: building canonical record frames with few keystrokes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipeline.schema import PROVENANCE_SCHEMA, RECORD_SCHEMA
+
+
+def records(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """A frame with every canonical column (missing ones null) and provenance columns."""
+    filled = []
+    for i, row in enumerate(rows):
+        full = {name: row.get(name) for name in RECORD_SCHEMA}
+        full["id"] = row.get("id", f"r{i}")
+        full["question"] = row.get("question", "q?")
+        full["source"] = row.get("source", "test.jsonl")
+        full["row_number"] = i
+        filled.append(full)
+    return pl.DataFrame(filled, schema={**RECORD_SCHEMA, **PROVENANCE_SCHEMA})
+
+
+@pytest.fixture
+def make_records():
+    return records
