@@ -35,7 +35,9 @@ def _occurrence_tagged(tokens: pl.Expr) -> pl.Expr:
 
 
 def multiset_overlap(left: pl.Expr, right: pl.Expr) -> pl.Expr:
-    """Size of the multiset intersection of two token lists (``sum((Counter(a) & Counter(b)).values())``).
+    """Size of the multiset intersection of two token lists.
+
+    Equals ``sum((Counter(a) & Counter(b)).values())`` of the official script.
 
     When either side has no repeated token the plain set intersection has the same size; only
     rows where both sides repeat a token pay for occurrence tagging.

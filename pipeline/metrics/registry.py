@@ -120,7 +120,9 @@ def _citation_counts(index: int) -> Callable[[Inputs], pl.Expr]:
 _COUNTS = ("citation_n_pred", "citation_n_gold", "citation_n_correct")
 
 
-def _citation_score(fn: Callable[[pl.Expr, pl.Expr, pl.Expr], pl.Expr]) -> Callable[[Inputs], pl.Expr]:
+def _citation_score(
+    fn: Callable[[pl.Expr, pl.Expr, pl.Expr], pl.Expr],
+) -> Callable[[Inputs], pl.Expr]:
     def build(_: Inputs) -> pl.Expr:
         return fn(*(pl.col(name) for name in _COUNTS))
 

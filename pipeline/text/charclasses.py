@@ -3,9 +3,10 @@
 The official SQuAD v2 script relies on three CPython behaviours whose Rust-regex counterparts
 differ at the margins:
 
-* ``re`` word boundaries (``\\b``) use ``str.isalnum() or ch == "_"``; Rust's ``\\w`` also counts
-  combining marks and connector punctuation, and misses a few numeric symbols.
-* ``str.split()`` splits on ``str.isspace()``, which includes U+001C..U+001F; Rust's ``\\s`` does not.
+* ``re`` word boundaries (``\\b``) use ``str.isalnum() or ch == "_"``; Rust's ``\\w`` also
+  counts combining marks and connector punctuation, and misses a few numeric symbols.
+* ``str.split()`` splits on ``str.isspace()``, which includes U+001C..U+001F; Rust's ``\\s``
+  does not.
 * ``str.lower()`` follows the interpreter's Unicode database; polars follows a newer one, so a few
   recently encoded capitals are lowercased by polars but left alone by CPython.
 

@@ -1,0 +1,184 @@
+"""Command line: ``evaluate``, ``validate``, ``query`` and ``metrics`` subcommands.
+
+Exit codes: 0 success; 1 ``validate`` found rows that would be rejected; 2 bad input, bad
+configuration or a failing query (the message says which file and column).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import __version__
+from pipeline.config import Config, ConfigError, load_config
+from pipeline.metrics.registry import REGISTRY, UnknownMetricError
+from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.schema import InputError
+
+log = logging.getLogger("pipeline")
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rag-eval", description="Offline, vectorized evaluation of LLM and RAG answers."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_inputs(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--input", action="append", default=[], type=Path, metavar="PATH",
+                       help="records file: .parquet .jsonl .json .csv .tsv (repeatable)")
+        p.add_argument("--pair", action="append", default=[], nargs=2, type=Path,
+                       metavar=("PREDICTIONS", "REFERENCES"),
+                       help="legacy predictions + references/gold JSON files (repeatable)")
+        p.add_argument("--config", type=Path, help="TOML configuration file")
+
+    ev = sub.add_parser("evaluate", help="score records and build the DuckDB views")
+    add_inputs(ev)
+    ev.add_argument("--out", required=True, type=Path, help="output directory")
+    ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
+    ev.add_argument("--batch-rows", type=int, default=None, help="rows scored per batch")
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    va = sub.add_parser("validate", help="check input files without scoring them")
+    add_inputs(va)
+
+    qu = sub.add_parser("query", help="run SQL against the views of an output directory")
+    qu.add_argument("dir", type=Path, help="output directory of an evaluate run")
+    qu.add_argument("sql", help='SQL, e.g. "select * from by_model"')
+    qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
+
+    sub.add_parser("metrics", help="list the registered metrics")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if args.command == "evaluate":
+            return _evaluate(args)
+        if args.command == "validate":
+            return _validate(args)
+        if args.command == "query":
+            return _query(args)
+        return _metrics()
+    except (InputError, ConfigError, UnknownMetricError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _config(args: argparse.Namespace) -> Config:
+    metrics = None
+    if getattr(args, "metrics", None):
+        metrics = tuple(m for m in args.metrics.split(",") if m.strip())
+    config = load_config(args.config, metrics=metrics)
+    resolve_metrics(config.metrics)  # fail before reading anything
+    return config
+
+
+def _require_inputs(args: argparse.Namespace) -> None:
+    if not args.input and not args.pair:
+        raise ConfigError("give at least one --input PATH or --pair PREDICTIONS REFERENCES")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate
+    from pipeline.views import run_query
+
+    _require_inputs(args)
+    config = _config(args)
+    with tqdm(unit="rows", desc="scoring", disable=True if args.no_progress else None,
+              file=sys.stderr) as bar:
+        summary = evaluate(
+            args.input, args.out, config,
+            pairs=[tuple(p) for p in args.pair],
+            batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
+            on_batch=bar.update,
+        )
+    print(
+        f"read {summary.n_read} rows: scored {summary.n_scored}, rejected {summary.n_rejected} "
+        f"-> {summary.out_dir}"
+    )
+    if summary.n_rejected:
+        print(f"rejected rows and reasons: {summary.out_dir / 'rejected.parquet'}")
+    print()
+    _print_frame(run_query(summary.out_dir, "select * from headline order by model"), "table")
+    return EXIT_OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from pipeline.validate import load_inputs
+
+    _require_inputs(args)
+    config = _config(args)
+    validated = load_inputs(args.input, [tuple(p) for p in args.pair], config)
+    print(
+        f"read {validated.n_read} rows: {validated.records.height} valid, "
+        f"{validated.rejected.height} would be rejected"
+    )
+    if validated.rejected.height:
+        reasons = (
+            validated.rejected.group_by("source", "reason")
+            .len("rows")
+            .sort("rows", descending=True)
+        )
+        _print_frame(reasons, "table")
+        return EXIT_REJECTED
+    return EXIT_OK
+
+
+def _query(args: argparse.Namespace) -> int:
+    from pipeline.views import run_query
+
+    try:
+        result = run_query(args.dir, args.sql)
+    except InputError:
+        raise
+    except Exception as exc:  # DuckDB reports SQL errors with their own exception types
+        print(f"error: query failed: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    _print_frame(result, args.format)
+    return EXIT_OK
+
+
+def _metrics() -> int:
+    table = pl.DataFrame(
+        {
+            "metric": list(REGISTRY),
+            "family": [s.family for s in REGISTRY.values()],
+            "dtype": [str(s.dtype) for s in REGISTRY.values()],
+            "description": [s.description for s in REGISTRY.values()],
+        }
+    )
+    _print_frame(table, "table")
+    return EXIT_OK
+
+
+def _print_frame(frame: pl.DataFrame, fmt: str) -> None:
+    if fmt == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif fmt == "json":
+        sys.stdout.write(frame.write_ndjson())
+    else:
+        with pl.Config(
+            tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
+            fmt_str_lengths=80, float_precision=4, tbl_hide_column_data_types=True,
+        ):
+            print(frame)
