@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline import __version__
 from pipeline.config import Config, ConfigError, load_config
-from pipeline.metrics.registry import REGISTRY, UnknownMetricError
+from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.schema import InputError
 
@@ -58,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     qu.add_argument("sql", help='SQL, e.g. "select * from by_model"')
     qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
-    sub.add_parser("metrics", help="list the registered metrics")
+    me = sub.add_parser("metrics", help="list the registered metrics")
+    me.add_argument("--format", choices=("table", "markdown"), default="table")
     return parser
 
 
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate(args)
         if args.command == "query":
             return _query(args)
-        return _metrics()
+        return _metrics(args.format)
     except (InputError, ConfigError, UnknownMetricError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -158,7 +159,10 @@ def _query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _metrics() -> int:
+def _metrics(fmt: str) -> int:
+    if fmt == "markdown":
+        print(markdown_table())
+        return EXIT_OK
     table = pl.DataFrame(
         {
             "metric": list(REGISTRY),

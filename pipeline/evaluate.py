@@ -64,8 +64,8 @@ def score_frame(
         n_candidates = count_candidates(frame.select("references").collect())
     inputs = Inputs(config=config, n_candidates=n_candidates)
     needed = {need for spec in specs for need in spec.needs}
-    shared = intermediates(inputs, needed)
-    frame = frame.with_columns(expr.alias(name) for name, expr in shared.items())
+    for stage in intermediates(inputs, needed):
+        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
     for group in levels(specs):
         frame = frame.with_columns(metric_expressions(group, inputs))
     keys = [pl.col(name) for name in KEY_COLUMNS]

@@ -82,3 +82,14 @@ def test_signature_changes_with_scoring_settings():
     base = Config().signature()
     assert Config(abstention_phrases=("nope",)).signature() != base
     assert Config(columns={"response": "answer"}).signature() == base
+
+
+def test_docs_catalogue_is_in_step_with_registry():
+    from pathlib import Path
+
+    from pipeline.metrics.registry import markdown_table
+
+    docs = (Path(__file__).parents[1] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    start = docs.index("<!-- metrics-table:start -->\n") + len("<!-- metrics-table:start -->\n")
+    end = docs.index("<!-- metrics-table:end -->")
+    assert docs[start:end].strip() == markdown_table()

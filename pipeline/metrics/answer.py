@@ -62,9 +62,12 @@ def exact_match(prediction_tokens: pl.Expr, reference_tokens: pl.Expr) -> pl.Exp
 
 def token_f1(prediction_tokens: pl.Expr, reference_tokens: pl.Expr) -> pl.Expr:
     """``compute_f1`` of the official SQuAD v2 script (Float64 in [0, 1])."""
-    n_pred = prediction_tokens.list.len()
-    n_ref = reference_tokens.list.len()
     n_same = multiset_overlap(prediction_tokens, reference_tokens)
+    return f1_from_counts(prediction_tokens.list.len(), reference_tokens.list.len(), n_same)
+
+
+def f1_from_counts(n_pred: pl.Expr, n_ref: pl.Expr, n_same: pl.Expr) -> pl.Expr:
+    """``compute_f1`` from token counts and the multiset overlap (computed once per pair)."""
     precision = n_same.cast(pl.Float64) / n_pred.cast(pl.Float64)
     recall = n_same.cast(pl.Float64) / n_ref.cast(pl.Float64)
     return (

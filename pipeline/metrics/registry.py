@@ -57,22 +57,37 @@ def _tokens(k: int) -> str:
     return f"_ref_tokens_{k}"
 
 
+def _overlap(k: int) -> str:
+    return f"_overlap_{k}"
+
+
 def _lowered(k: int) -> str:
     return f"_ref_lower_{k}"
 
 
-def intermediates(inputs: Inputs, needed: Iterable[str]) -> dict[str, pl.Expr]:
+def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Expr]]:
     """Columns computed once and shared by several metrics (dropped from the output).
 
+    Returned as stages: a stage's expressions may use columns of earlier stages.
+
     ``needed`` names groups: ``_tokens`` (SQuAD tokens of the response and every candidate),
+    ``_overlap`` (their multiset overlap, which needs ``_tokens``),
     ``_lowered`` (lowercased, whitespace-collapsed texts) and ``_predicted_citations``.
     """
     needed = set(needed)
+    if "_overlap" in needed:
+        needed.add("_tokens")
     columns: dict[str, pl.Expr] = {}
+    overlaps: dict[str, pl.Expr] = {}
     if "_tokens" in needed:
         columns["_response_tokens"] = squad_tokens(pl.col("response"))
         for k in range(inputs.n_candidates):
             columns[_tokens(k)] = squad_tokens(candidate(k))
+    if "_overlap" in needed:
+        for k in range(inputs.n_candidates):
+            overlaps[_overlap(k)] = answer.multiset_overlap(
+                pl.col("_response_tokens"), pl.col(_tokens(k))
+            )
     if "_lowered" in needed:
         columns["_response_lower"] = lower_collapse(pl.col("response"))
         for k in range(inputs.n_candidates):
@@ -81,7 +96,7 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> dict[str, pl.Expr]:
         columns["_predicted_citations"] = citation.predicted_citations(
             pl.col("citations"), pl.col("response")
         )
-    return columns
+    return [stage for stage in (columns, overlaps) if stage]
 
 
 def _answer_em(inputs: Inputs) -> pl.Expr:
@@ -94,7 +109,10 @@ def _answer_em(inputs: Inputs) -> pl.Expr:
 def _answer_f1(inputs: Inputs) -> pl.Expr:
     response = pl.col("_response_tokens")
     refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
-    scores = [answer.token_f1(response, ref) for ref in refs]
+    scores = [
+        answer.f1_from_counts(response.list.len(), ref.list.len(), pl.col(_overlap(k)))
+        for k, ref in enumerate(refs)
+    ]
     return answer.best_over_references(scores, refs, response)
 
 
@@ -166,7 +184,7 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "answer_f1", "answer", _answer_f1, pl.Float64(),
         "SQuAD v2 token F1 (multiset overlap of normalized tokens); max over references.",
-        needs=("_tokens",),
+        needs=("_tokens", "_overlap"),
     ),
     MetricSpec(
         "answer_em_strict", "answer", _answer_em_strict, pl.Int8(),
@@ -293,3 +311,23 @@ def levels(specs: Iterable[MetricSpec]) -> list[list[MetricSpec]]:
 def metric_expressions(specs: Iterable[MetricSpec], inputs: Inputs) -> list[pl.Expr]:
     """Aliased, dtype-cast expressions for ``specs`` (the one place names are applied)."""
     return [spec.build(inputs).cast(spec.dtype).alias(spec.name) for spec in specs]
+
+
+def markdown_table() -> str:
+    """The metric catalogue as a Markdown table (embedded in ``docs/metrics.md``)."""
+    lines = [
+        "| metric | family | dtype | range | better | description |",
+        "|---|---|---|---|---|---|",
+    ]
+    for spec in _SPECS:
+        if spec.upper is not None:
+            value_range = f"[{spec.lower:g}, {spec.upper:g}]"
+        else:
+            value_range = f">= {spec.lower:g}" if spec.lower is not None else "any"
+        better = {True: "higher", False: "lower", None: "-"}[spec.higher_is_better]
+        nullable = " Nullable." if spec.nullable else ""
+        lines.append(
+            f"| `{spec.name}` | {spec.family} | {spec.dtype} | {value_range} | {better} | "
+            f"{spec.description}{nullable} |"
+        )
+    return "\n".join(lines)

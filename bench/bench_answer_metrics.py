@@ -1,0 +1,154 @@
+"""Throughput of the vectorized EM + F1 + citation metrics against a per-row Python baseline.
+
+Both implementations score the same generated table (short answers, citation lists, a third of
+the rows with citations only as ``[n]`` markers in the text) in one run. Each runs in its own
+child process so its peak resident memory is measured separately.
+
+    python bench/bench_answer_metrics.py [--rows 1000000] [--batch-rows 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+WORDS = (
+    "the a an of in river city Veloria Marden 1889 1,234 3.5 north bridge tower king queen "
+    "inventor compound salt blue red Paris France Einstein theory year capital museum"
+).split()
+PHRASES = ("", "The answer is ", "It is ", "I think ", "")
+
+
+def generate(n: int, seed: int = 0) -> pl.DataFrame:
+    """A deterministic table of short references/responses with citation columns."""
+    from conftest import records
+
+    rng = np.random.default_rng(seed)
+    vocab = np.array(WORDS)
+
+    def texts(lo: int, hi: int) -> list[str]:
+        lengths = rng.integers(lo, hi + 1, size=n)
+        flat = vocab[rng.integers(0, len(vocab), size=int(lengths.sum()))]
+        out, start = [], 0
+        for length in lengths:  # data generation only, not the measured path
+            out.append(" ".join(flat[start:start + length]))
+            start += length
+        return out
+
+    refs = texts(1, 4)
+    prefixes = rng.integers(0, len(PHRASES), size=n)
+    copy = rng.random(n) < 0.4
+    resp = texts(1, 6)
+    responses = [
+        PHRASES[p] + (r if c else s) + "." for p, r, s, c in zip(prefixes, refs, resp, copy)
+    ]
+    gold = [sorted(set(g)) for g in rng.integers(1, 6, size=(n, 2)).tolist()]
+    cited = [sorted(set(c)) for c in rng.integers(1, 6, size=(n, 2)).tolist()]
+    markers = rng.random(n) < 0.33
+    rows = []
+    for i in range(n):
+        response = responses[i]
+        citations: list[int] | None = cited[i]
+        if markers[i]:
+            response += "".join(f" [{c}]" for c in cited[i])
+            citations = None
+        rows.append({"id": f"q{i}", "reference": refs[i], "response": response,
+                     "citations": citations, "gold_citations": gold[i]})
+    return records(rows)
+
+
+def python_per_row(path: str) -> dict[str, float]:
+    """The same definitions, one row at a time, in plain Python (official SQuAD functions)."""
+    from oracles import citation_prf, compute_exact, compute_f1, parse_markers
+
+    frame = pl.read_parquet(path, columns=["reference", "response", "citations",
+                                           "gold_citations"])
+    refs, resps = frame["reference"].to_list(), frame["response"].to_list()
+    cits, golds = frame["citations"].to_list(), frame["gold_citations"].to_list()
+    start = time.perf_counter()
+    total = 0.0
+    for ref, resp, cit, gold in zip(refs, resps, cits, golds):
+        em = compute_exact(ref, resp)
+        f1 = compute_f1(ref, resp)
+        predicted = cit if cit is not None else parse_markers(resp)
+        precision, recall, cf1 = citation_prf(predicted, gold)
+        total += em + f1 + precision + recall + cf1
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "checksum": total}
+
+
+def vectorized(path: str, batch_rows: int) -> dict[str, float]:
+    """Our registry metrics (answer_em, answer_f1, citation family), scored batch by batch."""
+    from pipeline.config import Config
+    from pipeline.evaluate import count_candidates, score_frame
+    from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
+
+    word_class(), space_class(), lowercase_mismatches()  # one-off start-up, not per row
+    frame = pl.read_parquet(path)
+    config = Config(metrics=("answer_em", "answer_f1", "citation"))
+    start = time.perf_counter()
+    n_candidates = count_candidates(frame)
+    total = 0.0
+    for offset in range(0, frame.height, batch_rows):
+        scored = score_frame(frame.slice(offset, batch_rows), config,
+                             n_candidates=n_candidates).collect()
+        total += scored.select(
+            pl.sum_horizontal("answer_em", "answer_f1", "citation_precision",
+                              "citation_recall", "citation_f1").sum()
+        ).item()
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "checksum": total}
+
+
+def _child(target, args, queue) -> None:  # type: ignore[no-untyped-def]
+    result = target(*args)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put(result)
+
+
+def measure(target, *args) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    process = ctx.Process(target=_child, args=(target, args, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--batch-rows", type=int, default=200_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "bench.parquet")
+        t0 = time.perf_counter()
+        generate(args.rows).write_parquet(path)
+        print(f"generated {args.rows:,} rows in {time.perf_counter() - t0:.1f}s")
+        ours = measure(vectorized, path, args.batch_rows)
+        base = measure(python_per_row, path)
+    if abs(ours["checksum"] - base["checksum"]) > 1e-6 * max(1.0, abs(base["checksum"])):
+        raise SystemExit(f"implementations disagree: {ours['checksum']} vs {base['checksum']}")
+    rate_ours = args.rows / ours["seconds"]
+    rate_base = args.rows / base["seconds"]
+    print(f"{'implementation':<34}{'rows/s':>14}{'seconds':>10}{'peak RSS MiB':>14}")
+    print(f"{'vectorized (polars, batched)':<34}{rate_ours:>14,.0f}{ours['seconds']:>10.2f}"
+          f"{ours['peak_rss_mib']:>14.0f}")
+    print(f"{'per-row Python (official script)':<34}{rate_base:>14,.0f}{base['seconds']:>10.2f}"
+          f"{base['peak_rss_mib']:>14.0f}")
+    print(f"speed-up: {rate_ours / rate_base:.1f}x  (checksums agree: {ours['checksum']:.3f})")
+
+
+if __name__ == "__main__":
+    main()
