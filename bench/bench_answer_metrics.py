@@ -23,9 +23,10 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 WORDS = (
-    "the a an of in river city Veloria Marden 1889 1,234 3.5 north bridge tower king queen "
-    "inventor compound salt blue red Paris France Einstein theory year capital museum"
-).split()
+    "the", "a", "an", "of", "in", "river", "city", "Veloria", "Marden", "1889", "1,234", "3.5",
+    "north", "bridge", "tower", "king", "queen", "inventor", "compound", "salt", "blue", "red",
+    "Paris", "France", "Einstein", "theory", "year", "capital", "museum",
+)
 PHRASES = ("", "The answer is ", "It is ", "I think ", "")
 
 
@@ -50,7 +51,7 @@ def generate(n: int, seed: int = 0) -> pl.DataFrame:
     copy = rng.random(n) < 0.4
     resp = texts(1, 6)
     responses = [
-        PHRASES[p] + (r if c else s) + "." for p, r, s, c in zip(prefixes, refs, resp, copy)
+        PHRASES[p] + (r if c else s) + "." for p, r, s, c in zip(prefixes, refs, resp, copy, strict=True)
     ]
     gold = [sorted(set(g)) for g in rng.integers(1, 6, size=(n, 2)).tolist()]
     cited = [sorted(set(c)) for c in rng.integers(1, 6, size=(n, 2)).tolist()]
@@ -77,7 +78,7 @@ def python_per_row(path: str) -> dict[str, float]:
     cits, golds = frame["citations"].to_list(), frame["gold_citations"].to_list()
     start = time.perf_counter()
     total = 0.0
-    for ref, resp, cit, gold in zip(refs, resps, cits, golds):
+    for ref, resp, cit, gold in zip(refs, resps, cits, golds, strict=True):
         em = compute_exact(ref, resp)
         f1 = compute_f1(ref, resp)
         predicted = cit if cit is not None else parse_markers(resp)
