@@ -51,7 +51,8 @@ def generate(n: int, seed: int = 0) -> pl.DataFrame:
     copy = rng.random(n) < 0.4
     resp = texts(1, 6)
     responses = [
-        PHRASES[p] + (r if c else s) + "." for p, r, s, c in zip(prefixes, refs, resp, copy, strict=True)
+        PHRASES[p] + (r if c else s) + "."
+        for p, r, s, c in zip(prefixes, refs, resp, copy, strict=True)
     ]
     gold = [sorted(set(g)) for g in rng.integers(1, 6, size=(n, 2)).tolist()]
     cited = [sorted(set(c)) for c in rng.integers(1, 6, size=(n, 2)).tolist()]
