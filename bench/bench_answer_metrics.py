@@ -112,9 +112,17 @@ def vectorized(path: str, batch_rows: int) -> dict[str, float]:
     return {"seconds": elapsed, "checksum": total}
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM; unlike ru_maxrss it restarts at exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child(target, args, queue) -> None:  # type: ignore[no-untyped-def]
     result = target(*args)
-    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mib"] = peak_rss_mib()
     queue.put(result)
 
 
