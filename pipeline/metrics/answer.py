@@ -88,9 +88,11 @@ def best_over_references(
     unless every present reference is empty, in which case the script scores against ``""``:
     1.0 when the prediction also normalizes to empty, else 0.0.
     """
+    if len(scores) != len(reference_tokens):
+        raise ValueError("one score per reference is required")
     non_empty = [
-        pl.when(tokens.list.len() > 0).then(score.cast(pl.Float64))
-        for score, tokens in zip(scores, reference_tokens, strict=True)
+        pl.when(reference_tokens[k].list.len() > 0).then(scores[k].cast(pl.Float64))
+        for k in range(len(scores))
     ]
     all_empty_score = (prediction_tokens.list.len() == 0).cast(pl.Float64)
     return pl.max_horizontal(non_empty).fill_null(all_empty_score)

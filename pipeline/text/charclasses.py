@@ -74,4 +74,5 @@ def lowercase_mismatches() -> tuple[str, ...]:
     """
     chars = _code_points()
     lowered = pl.Series(chars, dtype=pl.String).str.to_lowercase().to_list()
-    return tuple(ch for ch, low in zip(chars, lowered, strict=True) if ch.lower() != low)
+    pairs = zip(chars, lowered, strict=True)
+    return tuple(ch for ch, low in pairs if ch.lower() != low)

@@ -1,0 +1,461 @@
+"""Validate records read from input files: cast to the canonical schema or reject with a reason.
+
+Every row read ends up in exactly one of two tables, so ``records.height + rejected.height ==
+n_read`` always holds:
+
+* ``records``: the columns of :data:`pipeline.schema.RECORD_SCHEMA` in their canonical dtypes
+  (optional columns absent from the input are typed nulls), then ``source`` and ``row_number``.
+* ``rejected``: :data:`pipeline.schema.REJECTED_SCHEMA`; ``reason`` lists every problem of the row
+  joined with ``"; "`` and ``raw`` is the row as read, as JSON text (canonical column names).
+
+Nothing is coerced. The rules, checked with polars expressions over whole columns:
+
+* Required text (``id``, ``question``, ``reference``, ``response``) must be a string; ``""`` is
+  valid, null is not. Every text column rejects values of another type
+  (``question: expected string, got int``).
+* Integer columns (token counts) take integers, or floats that are exactly integral with
+  ``|x| <= 2**53`` (``12.0`` is 12, ``12.5`` is rejected). Number columns (``noise_level``,
+  ``latency_ms``) take ints and floats but not NaN or infinity. Booleans and strings in typed
+  files (Parquet, JSON) are rejected. Text (CSV, TSV, or a Parquet string column) is parsed
+  strictly: ``[+-]digits`` or a decimal number with optional exponent; ``nan``, ``inf``, ``1,5``
+  and ``12 tokens`` are rejected. Token counts and latency must not be negative.
+* List columns take lists whose elements all have the element type (integers for
+  ``citations`` / ``gold_citations``, with the integral-float rule; strings for ``contexts`` /
+  ``references``); a null element is rejected. Text cells hold a JSON array (``[1, 2]``,
+  ``["a", "b"]``); an empty cell is a missing list.
+* ``citations`` and ``gold_citations`` numbers must lie in ``1..len(contexts)`` on rows whose
+  ``contexts`` is present.
+* Within one file the key (``id``, ``model``, ``run``, ``noise_level``) is unique among the rows
+  that pass every other check: the first occurrence is kept and later ones are rejected as
+  ``duplicate id 'X' (first at row N)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from polars.datatypes import DataTypeClass
+
+from pipeline.config import Config
+from pipeline.io.pairs import read_prediction_pair
+from pipeline.io.readers import JSON_VALUE, missing_column_error, read_records
+from pipeline.schema import (
+    PROVENANCE_SCHEMA,
+    RECORD_SCHEMA,
+    REJECTED_SCHEMA,
+    REQUIRED_COLUMNS,
+    ROW_COLUMN,
+    SOURCE_COLUMN,
+)
+
+log = logging.getLogger(__name__)
+
+#: Columns that must not be negative.
+NON_NEGATIVE_COLUMNS: tuple[str, ...] = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "latency_ms",
+)
+#: Citation columns whose numbers index ``contexts`` (1-based).
+CITATION_COLUMNS: tuple[str, ...] = ("citations", "gold_citations")
+#: Columns that identify a record within one file.
+KEY: tuple[str, ...] = ("id", "model", "run", "noise_level")
+
+#: Largest magnitude up to which every integral float is exactly one integer.
+MAX_EXACT_FLOAT = 2.0**53
+#: Longest quoted input shown in a reason.
+MAX_QUOTED = 60
+
+_REASON = "__reason"
+_WS = r"[ \t\n\r]*"  # JSON whitespace only; json_decode rejects anything else
+_INT_TEXT = r"^[+-]?\d+$"
+_NUMBER_TEXT = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
+_JSON_INT = r"-?(?:0|[1-9]\d*)(?:\.0+)?"
+_JSON_STRING = (
+    r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]'
+    r"|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})"
+    r'|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*"'
+)
+
+
+def _json_array(item: str) -> str:
+    return rf"^{_WS}\[{_WS}(?:{item}(?:{_WS},{_WS}{item})*)?{_WS}\]{_WS}$"
+
+
+_INT_LIST_TEXT = _json_array(_JSON_INT)
+_STRING_LIST_TEXT = _json_array(_JSON_STRING)
+
+
+@dataclass(frozen=True)
+class Validated:
+    """Valid records and rejected rows of one or more inputs; ``n_read`` counts both."""
+
+    records: pl.DataFrame
+    rejected: pl.DataFrame
+    n_read: int
+
+
+def validate_records(frame: pl.DataFrame, path: str, config: Config) -> Validated:
+    """Cast ``frame`` (as returned by a reader) to the canonical schema, rejecting bad rows.
+
+    Raises :class:`~pipeline.schema.MissingColumnError` when a required column is absent.
+    """
+    available = [c for c in frame.columns if c not in PROVENANCE_SCHEMA]
+    for column in REQUIRED_COLUMNS:
+        if column not in frame.columns:
+            raise missing_column_error(column, path, available, config)
+    frame = _with_provenance(frame, path)
+    present = [c for c in RECORD_SCHEMA if c in frame.columns]
+    schema = frame.schema
+
+    values: dict[str, pl.Expr] = {}
+    problems: dict[str, list[pl.Expr]] = {}
+    for column in present:
+        values[column], problems[column] = _parse(column, schema[column], RECORD_SCHEMA[column])
+    lazy = frame.lazy().with_columns(
+        *(expr.alias(_value(c)) for c, expr in values.items()),
+        *(_join(exprs).alias(_problem(c)) for c, exprs in problems.items()),
+    )
+    lazy = lazy.with_columns(
+        _join([pl.col(_problem(c)), *_value_checks(c, present)]).alias(_problem(c)) for c in present
+    )
+    lazy = lazy.with_columns(_join([pl.col(_problem(c)) for c in present]).alias(_REASON))
+    keys = [pl.col(_value(c)) for c in KEY if c in present]
+    first = pl.when(pl.col(_REASON).is_null()).then(pl.col(ROW_COLUMN)).min().over(keys)
+    duplicate = pl.col(_REASON).is_null() & (pl.col(ROW_COLUMN) != first)
+    checked = lazy.with_columns(
+        pl.when(duplicate)
+        .then(pl.format("duplicate id '{}' (first at row {})", pl.col(_value("id")), first))
+        .otherwise(pl.col(_REASON))
+        .alias(_REASON)
+    ).collect()
+
+    good = checked.filter(pl.col(_REASON).is_null())
+    records = good.select(
+        *(
+            (pl.col(_value(c)) if c in present else pl.lit(None)).cast(dtype).alias(c)
+            for c, dtype in RECORD_SCHEMA.items()
+        ),
+        pl.col(SOURCE_COLUMN),
+        pl.col(ROW_COLUMN),
+    )
+    bad = checked.filter(pl.col(_REASON).is_not_null())
+    rejected = bad.select(
+        pl.col(SOURCE_COLUMN),
+        pl.col(ROW_COLUMN),
+        pl.col(_value("id")).alias("id"),
+        pl.col(_REASON).alias("reason"),
+        _raw(present, schema).alias("raw"),
+    ).cast(pl.Schema(REJECTED_SCHEMA))
+    log.info("%s: %d rows read, %d valid, %d rejected", path, frame.height, good.height, bad.height)
+    return Validated(records=records, rejected=rejected, n_read=frame.height)
+
+
+def load_inputs(
+    inputs: Sequence[Path], pairs: Sequence[tuple[Path, Path]], config: Config
+) -> Validated:
+    """Read and validate every records file and every legacy (predictions, references) pair."""
+    parts: list[Validated] = []
+    for path in inputs:
+        parts.append(validate_records(read_records(path, config), str(path), config))
+    for predictions, references in pairs:
+        pair = read_prediction_pair(predictions, references, config)
+        checked = validate_records(pair.records, str(predictions), config)
+        parts.append(
+            Validated(
+                records=checked.records,
+                rejected=pl.concat([checked.rejected, pair.rejected]),
+                n_read=checked.n_read + pair.rejected.height,
+            )
+        )
+    return Validated(
+        records=pl.concat(
+            [p.records for p in parts]
+            or [pl.DataFrame(schema={**RECORD_SCHEMA, **PROVENANCE_SCHEMA})]
+        ),
+        rejected=pl.concat([p.rejected for p in parts] or [pl.DataFrame(schema=REJECTED_SCHEMA)]),
+        n_read=sum(p.n_read for p in parts),
+    )
+
+
+# --- per-column parsing: (value in the canonical dtype or null, problems) -----------------------
+
+
+def _parse(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Expr, list[pl.Expr]]:
+    col = pl.col(column)
+    if isinstance(dtype, pl.Array):
+        col, dtype = col.arr.to_list(), pl.List(dtype.inner)
+    if dtype == pl.Null():
+        return col.cast(target), []
+    if target == pl.String():
+        return _text(column, col, dtype)
+    if target in (pl.Int64(), pl.Float64()):
+        return _number(column, col, dtype, integer=target == pl.Int64())
+    if isinstance(target, pl.List):
+        return _list(column, col, dtype, target)
+    raise AssertionError(f"no parser for canonical dtype {target}")  # pragma: no cover
+
+
+def _text(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[pl.Expr]]:
+    if dtype == pl.String() or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return col.cast(pl.String), []
+    if dtype == JSON_VALUE:
+        kind = col.struct.field("kind")
+        wrong = kind.is_not_null() & (kind != "string")
+        return col.struct.field("string"), [_when(wrong, _got(column, "string", kind))]
+    return pl.lit(None, pl.String), [
+        _when(col.is_not_null(), _got(column, "string", pl.lit(_kind(dtype))))
+    ]
+
+
+def _number(
+    column: str, col: pl.Expr, dtype: pl.DataType, *, integer: bool
+) -> tuple[pl.Expr, list[pl.Expr]]:
+    expected = "an integer" if integer else "a finite number"
+    target = pl.Int64 if integer else pl.Float64
+
+    def from_float(x: pl.Expr) -> pl.Expr:
+        return _exact_int(x) if integer else pl.when(x.is_finite()).then(x)
+
+    if dtype.is_integer():
+        value = col.cast(target, strict=False)
+        shown = col.cast(pl.String)
+    elif dtype.is_float() or dtype.is_decimal():
+        value = from_float(col.cast(pl.Float64))
+        shown = col.cast(pl.String)
+    elif dtype == pl.String():
+        text = col.str.strip_chars()
+        number = pl.when(text.str.contains(_NUMBER_TEXT)).then(text.cast(pl.Float64, strict=False))
+        if integer:
+            whole = pl.when(text.str.contains(_INT_TEXT)).then(text.cast(pl.Int64, strict=False))
+            value = pl.coalesce(whole, from_float(number))
+        else:
+            value = from_float(number)
+        col = pl.when(text != "").then(text)  # a blank cell is a missing value
+        shown = _quoted(text)
+    elif dtype == JSON_VALUE:
+        kind = col.struct.field("kind")
+        as_int = col.struct.field("int")
+        as_float = col.struct.field("float")
+        if integer:
+            value = pl.when(kind == "int").then(as_int).otherwise(from_float(as_float))
+        else:
+            value = from_float(as_float)
+        as_json = col.struct.field("json")
+        shown = (
+            pl.when(kind.is_in(["int", "float"]))
+            .then(as_json)
+            .when(kind == "string")
+            .then(pl.format("string {}", as_json))
+            .otherwise(kind)
+        )
+        col = kind
+    else:
+        value = pl.lit(None, target)
+        shown = pl.lit(_kind(dtype))
+    return value, [_when(col.is_not_null() & value.is_null(), _got(column, expected, shown))]
+
+
+def _list(
+    column: str, col: pl.Expr, dtype: pl.DataType, target: pl.List
+) -> tuple[pl.Expr, list[pl.Expr]]:
+    integers = target.inner == pl.Int64()
+    expected = "a list of integers" if integers else "a list of strings"
+    value: pl.Expr
+    text: pl.Expr
+    if dtype == pl.String():
+        text = pl.when(col.str.strip_chars() != "").then(col)  # a blank cell is a missing list
+        value = _decode(text, target)
+        shown = _quoted(text)
+        return value, [_when(text.is_not_null() & value.is_null(), _got(column, expected, shown))]
+    if dtype == JSON_VALUE:
+        kind = col.struct.field("kind")
+        text = col.struct.field("json")
+        value = pl.when(kind == "list").then(_decode(text, target))
+        shown = pl.when(kind == "list").then(_quoted(text)).otherwise(kind)
+        return value, [_when(kind.is_not_null() & value.is_null(), _got(column, expected, shown))]
+    if not isinstance(dtype, pl.List):
+        shown = pl.lit(_kind(dtype))
+        return pl.lit(None, target), [_when(col.is_not_null(), _got(column, expected, shown))]
+
+    inner = dtype.inner
+    if integers and inner.is_integer():
+        value = col.cast(target, strict=False)
+    elif integers and inner.is_float():
+        value = col.list.eval(_exact_int(pl.element()))
+    elif not integers and (inner == pl.String() or isinstance(inner, (pl.Categorical, pl.Enum))):
+        value = col.cast(target)
+    else:  # only an empty list of another element type is acceptable
+        value = pl.when(col.list.len() == 0).then(pl.lit([], dtype=target))
+        shown = pl.lit(f"list of {_kind(inner)}")
+        return value, [_when(col.list.len() > 0, _got(column, expected, shown))]
+    complete = value.list.drop_nulls().list.len() == col.list.len()
+    shown = pl.format("[{}]", _join_elements(col))
+    return pl.when(complete).then(value), [
+        _when(col.is_not_null() & ~complete, _got(column, expected, shown))
+    ]
+
+
+def _decode(text: pl.Expr, target: pl.List) -> pl.Expr:
+    """JSON array text -> list; null unless the text is an array of the exact element type.
+
+    ``str.json_decode`` converts ``1.5`` and ``true`` to integers and raises on malformed text,
+    so only text matching a strict pattern reaches it; elements too large for Int64 decode to
+    null and are caught by the caller's completeness check.
+    """
+    pattern = _INT_LIST_TEXT if target.inner == pl.Int64() else _STRING_LIST_TEXT
+    decoded = pl.when(text.str.contains(pattern)).then(text).str.json_decode(target)
+    return pl.when(decoded.list.drop_nulls().list.len() == decoded.list.len()).then(decoded)
+
+
+# --- checks on parsed values --------------------------------------------------------------------
+
+
+def _value_checks(column: str, present: Sequence[str]) -> list[pl.Expr]:
+    value = pl.col(_value(column))
+    checks: list[pl.Expr] = []
+    if column in REQUIRED_COLUMNS:
+        # a null that is not already explained by a type problem
+        checks.append(
+            _when(
+                value.is_null() & pl.col(_problem(column)).is_null(),
+                pl.lit(f"{column}: is null (required)"),
+            )
+        )
+    if column in NON_NEGATIVE_COLUMNS:
+        negative = pl.format(f"{column}: must not be negative, got {{}}", value)
+        checks.append(_when(value < 0, negative))
+    if column in CITATION_COLUMNS and "contexts" in present:
+        n = pl.col(_value("contexts")).list.len()
+        outside = (value.list.min() < 1) | (value.list.max() > n)
+        shown = _join_elements(value)
+        checks.append(
+            _when(
+                outside,
+                pl.format(f"{column}: [{{}}] outside 1..{{}} (the number of contexts)", shown, n),
+            )
+        )
+    return checks
+
+
+def _exact_int(x: pl.Expr) -> pl.Expr:
+    """Float -> Int64 when exactly integral and within ``MAX_EXACT_FLOAT``; otherwise null."""
+    exact = x.is_finite() & (x == x.floor()) & (x.abs() <= MAX_EXACT_FLOAT)
+    return pl.when(exact).then(x.cast(pl.Int64, strict=False))
+
+
+# --- raw rows and helpers -----------------------------------------------------------------------
+
+
+def _raw(columns: Sequence[str], schema: pl.Schema) -> pl.Expr:
+    """The row as read, as one JSON object (canonical names; JSON_VALUE columns as in the file)."""
+    fragments = []
+    for column in columns:
+        dtype = schema[column]
+        if dtype == JSON_VALUE:
+            value = pl.col(column).struct.field("json").fill_null("null")
+            fragments.append(pl.format(f'"{column}":{{}}', value))
+            continue
+        col = _json_writable(pl.col(column), dtype)
+        encoded = pl.struct(col.alias(column)).struct.json_encode()  # {"column":value}
+        fragments.append(encoded.str.strip_prefix("{").str.strip_suffix("}"))
+    return pl.format("{{{}}}", pl.concat_str(fragments, separator=","))
+
+
+def _json_writable(col: pl.Expr, dtype: pl.DataType | DataTypeClass) -> pl.Expr:
+    """``col`` in a dtype that ``json_encode`` can write (it cannot write Binary, for one)."""
+    if _plain_json(dtype):
+        return col
+    if dtype == pl.Binary():
+        return col.bin.encode("base64")
+    if isinstance(dtype, (pl.List, pl.Array)) and _as_text(dtype.inner):
+        return col.cast(pl.List(pl.String))
+    if _as_text(dtype):
+        return col.cast(pl.String)
+    return pl.lit(f"<{dtype}>")
+
+
+def _plain_json(dtype: pl.DataType | DataTypeClass) -> bool:
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _plain_json(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return all(_plain_json(f.dtype) for f in dtype.fields)
+    return dtype.is_numeric() or dtype in (pl.String(), pl.Boolean(), pl.Null())
+
+
+def _as_text(dtype: pl.DataType | DataTypeClass) -> bool:
+    """Dtypes whose values cast to String without failing."""
+    return (
+        _plain_json(dtype)
+        or dtype.is_temporal()
+        or dtype.is_decimal()
+        or isinstance(dtype, (pl.Categorical, pl.Enum))
+    )
+
+
+def _with_provenance(frame: pl.DataFrame, path: str) -> pl.DataFrame:
+    source = pl.col(SOURCE_COLUMN) if SOURCE_COLUMN in frame.columns else pl.lit(path)
+    row = pl.col(ROW_COLUMN) if ROW_COLUMN in frame.columns else pl.int_range(pl.len())
+    return frame.with_columns(
+        source.cast(pl.String).alias(SOURCE_COLUMN), row.cast(pl.Int64).alias(ROW_COLUMN)
+    )
+
+
+def _kind(dtype: pl.DataType | DataTypeClass) -> str:
+    """A dtype named with the JSON vocabulary of reasons (``int``, ``list``, ...)."""
+    if dtype.is_integer():
+        return "int"
+    if dtype.is_float():
+        return "float"
+    if dtype == pl.Boolean():
+        return "bool"
+    if dtype == pl.String():
+        return "string"
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return "list"
+    if isinstance(dtype, pl.Struct):
+        return "object"
+    return str(dtype).lower()
+
+
+def _join_elements(lists: pl.Expr) -> pl.Expr:
+    """``1, 2, null``: list elements as text, for reasons."""
+    return lists.list.eval(pl.element().cast(pl.String).fill_null("null")).list.join(", ")
+
+
+def _got(column: str, expected: str, shown: pl.Expr) -> pl.Expr:
+    return pl.format(f"{column}: expected {expected}, got {{}}", shown.fill_null("null"))
+
+
+def _quoted(text: pl.Expr) -> pl.Expr:
+    short = (
+        pl.when(text.str.len_chars() > MAX_QUOTED)
+        .then(pl.format("{}...", text.str.slice(0, MAX_QUOTED - 3)))
+        .otherwise(text)
+    )
+    return pl.format("'{}'", short)
+
+
+def _when(condition: pl.Expr, message: pl.Expr) -> pl.Expr:
+    return pl.when(condition).then(message)
+
+
+def _join(problems: Sequence[pl.Expr]) -> pl.Expr:
+    """Problems joined with "; ", or null when there are none."""
+    if not problems:
+        return pl.lit(None, pl.String)
+    joined = pl.concat_str(problems, separator="; ", ignore_nulls=True)
+    return pl.when(joined != "").then(joined)
+
+
+def _value(column: str) -> str:
+    return f"__value_{column}"
+
+
+def _problem(column: str) -> str:
+    return f"__problem_{column}"
