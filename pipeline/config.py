@@ -72,6 +72,8 @@ class Config:
     insufficient_context_reference: str = DEFAULT_INSUFFICIENT_CONTEXT_REFERENCE
     unanswerable_types: tuple[str, ...] = DEFAULT_UNANSWERABLE_TYPES
     metrics: tuple[str, ...] | None = None
+    #: Remove ``[n]`` citation markers from the response before answer metrics (EM, F1).
+    strip_citation_markers: bool = True
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -101,14 +103,15 @@ class Config:
         phrases = "\n".join(self.abstention_phrases).encode()
         digest = hashlib.sha256(phrases).hexdigest()[:8]
         return (
-            f"rag-eval|v:{__version__}|norm:squad-v2|cite:set|"
+            f"rag-eval|v:{__version__}|norm:squad-v2|"
+            f"markers:{'strip' if self.strip_citation_markers else 'keep'}|cite:set|"
             f"abst:{len(self.abstention_phrases)}-{digest}|"
             f"absref:{self.abstention_reference}|icref:{self.insufficient_context_reference}|"
             f"unans:{','.join(self.unanswerable_types)}"
         )
 
 
-_SECTIONS = {"columns", "abstention", "metrics"}
+_SECTIONS = {"columns", "abstention", "answer", "metrics"}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
@@ -124,6 +127,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         reference = "It is not mentioned in the document."
         insufficient_context_reference = "insufficient context"
         unanswerable_types = ["impossible"]
+
+        [answer]
+        strip_citation_markers = true   # score "Paris [1]" as "Paris"
 
         [metrics]
         select = ["answer", "citation_f1"]
@@ -178,6 +184,15 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
         elif not isinstance(value, str):
             raise ConfigError(f"{path}: [abstention] {key} must be a string")
         values[name] = value
+
+    answer = data.get("answer", {})
+    unknown = sorted(set(answer) - {"strip_citation_markers"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [answer]: {unknown}")
+    if "strip_citation_markers" in answer:
+        if not isinstance(answer["strip_citation_markers"], bool):
+            raise ConfigError(f"{path}: [answer] strip_citation_markers must be true or false")
+        values["strip_citation_markers"] = answer["strip_citation_markers"]
 
     metrics = data.get("metrics", {})
     if "select" in metrics:

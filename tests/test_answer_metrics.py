@@ -23,12 +23,13 @@ GOLDEN = Path(__file__).parent / "golden" / "squad_adversarial.jsonl"
 ANSWER_METRICS = ("answer",)
 
 
-def score(golds: list[list[str]], preds: list[str]) -> pl.DataFrame:
+def score(golds: list[list[str]], preds: list[str], *, strip: bool = False) -> pl.DataFrame:
+    """Answer metrics; marker stripping is off so the raw text is compared with the script."""
     rows = [
         {"reference": g[0], "references": g[1:] or None, "response": p}
         for g, p in zip(golds, preds, strict=True)
     ]
-    config = Config(metrics=ANSWER_METRICS)
+    config = Config(metrics=ANSWER_METRICS, strip_citation_markers=strip)
     return score_frame(records(rows), config).collect()
 
 
@@ -65,6 +66,16 @@ def test_hand_computed_values(reference, prediction, em, f1):
     out = score([[reference]], [prediction])
     assert out["answer_em"].item() == em
     assert out["answer_f1"].item() == pytest.approx(f1, abs=1e-15)
+
+
+def test_citation_markers_are_stripped_before_answer_metrics():
+    golds, preds = [["Paris"], ["Paris"], ["x [1]"]], ["Paris [1].", "Paris [1, 2][3]", "x"]
+    stripped = score(golds, preds, strip=True)
+    assert stripped["answer_em"].to_list() == [1, 1, 0]  # references keep their text
+    assert stripped["answer_em_strict"].to_list() == [0, 1, 0]  # "paris ." / "paris" / "x"
+    kept = score(golds, preds, strip=False)
+    assert kept["answer_em"].to_list() == [0, 0, 0]
+    assert kept["answer_f1"].to_list()[0] == pytest.approx(2 / 3)
 
 
 def test_strict_em_keeps_punctuation_and_articles():

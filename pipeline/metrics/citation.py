@@ -30,6 +30,11 @@ def parse_citation_markers(text: pl.Expr) -> pl.Expr:
     return numbers.cast(pl.List(pl.Int64)).list.unique(maintain_order=True)
 
 
+def strip_citation_markers(text: pl.Expr) -> pl.Expr:
+    """``text`` without its citation markers, so ``"Paris [1]."`` is scored as ``"Paris ."``."""
+    return text.str.replace_all(CITATION_MARKER, "")
+
+
 def predicted_citations(citations: pl.Expr, response: pl.Expr) -> pl.Expr:
     """The ``citations`` column where present, else the markers parsed from ``response``."""
     return pl.coalesce(citations, parse_citation_markers(response))

@@ -79,8 +79,11 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
         needed.add("_tokens")
     columns: dict[str, pl.Expr] = {}
     overlaps: dict[str, pl.Expr] = {}
+    response = pl.col("response")
+    if inputs.config.strip_citation_markers:
+        response = citation.strip_citation_markers(response)
     if "_tokens" in needed:
-        columns["_response_tokens"] = squad_tokens(pl.col("response"))
+        columns["_response_tokens"] = squad_tokens(response)
         for k in range(inputs.n_candidates):
             columns[_tokens(k)] = squad_tokens(candidate(k))
     if "_overlap" in needed:
@@ -89,7 +92,7 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
                 pl.col("_response_tokens"), pl.col(_tokens(k))
             )
     if "_lowered" in needed:
-        columns["_response_lower"] = lower_collapse(pl.col("response"))
+        columns["_response_lower"] = lower_collapse(response)
         for k in range(inputs.n_candidates):
             columns[_lowered(k)] = lower_collapse(candidate(k))
     if "_predicted_citations" in needed:

@@ -1,0 +1,265 @@
+"""DuckDB views over an output directory, built from the SQL files in ``queries/``.
+
+``DIR/eval.duckdb`` holds no data: one view per ``queries/NAME.sql`` (named ``NAME``), the
+file's grain as the view's comment, and a macro ``eval_data_dir()`` that returns the absolute
+path of ``DIR``. The staging views ``scores`` and ``rejected`` read
+``eval_data_dir() || '/scores.parquet'`` and ``'/rejected.parquet'``; every other view selects
+from views. DuckDB resolves a relative file path in a view against the working directory of
+whoever queries it, not against the database file (checked on DuckDB 2.0), so the path is
+absolute and the database works from any directory and any client. :func:`connect` rebuilds a
+database whose directory was moved or copied, so it never reads another directory's Parquet.
+
+A view file holds exactly one ``select`` statement and starts with a grain comment,
+``-- grain: one row per model`` or ``-- grain: one row per (model, noise_level)``; the builder
+checks that the grain columns exist. Views are created in dependency order: a file depends on
+every other view whose name it mentions outside comments and string literals; ties are broken
+by name, so the order is deterministic.
+
+The database is written atomically (into a temporary sibling, then renamed) with DuckDB's
+storage compatibility set to :data:`STORAGE_COMPATIBILITY`, so older clients such as the 1.x
+``duckdb`` CLI can open it as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.io.atomic import atomic_path
+from pipeline.schema import InputError
+
+log = logging.getLogger(__name__)
+
+#: The database file inside an output directory.
+DB_FILE = "eval.duckdb"
+#: Files the staging views read (the names :mod:`pipeline.evaluate` writes).
+SCORES_FILE = "scores.parquet"
+REJECTED_FILE = "rejected.parquet"
+#: Macro returning the absolute output directory; the staging SQL builds file paths from it.
+DATA_DIR_MACRO = "eval_data_dir"
+#: Oldest DuckDB release whose storage format the database is written in (``duckdb>=1.1``).
+STORAGE_COMPATIBILITY = "v1.1.0"
+
+_VIEW_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_GRAIN = re.compile(
+    r"--\s*grain:\s*(?P<grain>one row per\s+"
+    r"(?:\((?P<columns>[a-z0-9_,\s]+)\)|(?P<column>[a-z_][a-z0-9_]*))(?:\W.*)?)$"
+)
+# Comments and string literals, which may mention view names without referencing them.
+_SQL_NOISE = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.DOTALL)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ViewBuildError(InputError):
+    """A view file is malformed or its view fails to build; the message names the file.
+
+    An :class:`~pipeline.schema.InputError`, so the CLI reports it as a bad input (exit 2).
+    """
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class ViewDef:
+    """One ``queries/NAME.sql`` file: the view it defines and what that view reads."""
+
+    name: str
+    path: Path
+    sql: str
+    #: The grain comment without ``-- grain:``, e.g. ``one row per (model, noise_level)``.
+    grain: str
+    #: The columns that identify a row, e.g. ``("model", "noise_level")``.
+    grain_columns: tuple[str, ...]
+    #: Other views this one selects from.
+    depends_on: tuple[str, ...]
+
+
+def default_queries_dir() -> Path:
+    """The repository's ``queries/`` folder, beside the ``pipeline`` package.
+
+    An installation without it (a wheel, which ships only the package) must pass
+    ``queries_dir`` explicitly.
+    """
+    candidate = Path(__file__).resolve().parent.parent / "queries"
+    if not candidate.is_dir():
+        raise ViewBuildError(
+            candidate,
+            "the SQL view folder is missing (it ships with the source tree, not with the "
+            "package); pass queries_dir= pointing at a copy of the repository's queries/",
+        )
+    return candidate
+
+
+def parse_grain(path: Path, sql: str) -> tuple[str, tuple[str, ...]]:
+    """The grain text and grain columns stated by the first line of a view file.
+
+    >>> parse_grain(Path("x.sql"), "-- grain: one row per (model, category)\\nselect 1")
+    ('one row per (model, category)', ('model', 'category'))
+    """
+    first_line = sql.split("\n", 1)[0].strip()
+    match = _GRAIN.fullmatch(first_line)
+    if match is None:
+        raise ViewBuildError(
+            path,
+            "the first line must state the grain: '-- grain: one row per COLUMN' or "
+            "'-- grain: one row per (COLUMN, COLUMN, ...)'",
+        )
+    if match["column"] is not None:
+        columns: tuple[str, ...] = (match["column"],)
+    else:
+        columns = tuple(c.strip() for c in match["columns"].split(","))
+        if not all(_VIEW_NAME.fullmatch(c) for c in columns):
+            raise ViewBuildError(path, f"malformed grain column list: {match['columns']!r}")
+    return match["grain"], columns
+
+
+def load_views(queries_dir: Path) -> tuple[ViewDef, ...]:
+    """Every ``*.sql`` file of ``queries_dir`` as a :class:`ViewDef`, in build order."""
+    paths = sorted(Path(queries_dir).glob("*.sql"))
+    if not paths:
+        raise ViewBuildError(Path(queries_dir), "no .sql view files found")
+    for path in paths:
+        if not _VIEW_NAME.fullmatch(path.stem):
+            raise ViewBuildError(
+                path, "a view file name must be lowercase letters, digits and '_'"
+            )
+    names = {path.stem for path in paths}
+    views = []
+    for path in paths:
+        sql = path.read_text(encoding="utf-8")
+        grain, grain_columns = parse_grain(path, sql)
+        mentioned = {word.lower() for word in _IDENTIFIER.findall(_SQL_NOISE.sub(" ", sql))}
+        depends_on = tuple(sorted((mentioned & names) - {path.stem}))
+        views.append(ViewDef(path.stem, path, sql, grain, grain_columns, depends_on))
+    return _dependency_order(views)
+
+
+def _dependency_order(views: Sequence[ViewDef]) -> tuple[ViewDef, ...]:
+    """Views sorted so each comes after those it depends on (ties by name)."""
+    pending = {view.name: view for view in views}
+    built: set[str] = set()
+    ordered: list[ViewDef] = []
+    while pending:
+        ready = sorted(name for name, v in pending.items() if built.issuperset(v.depends_on))
+        if not ready:
+            stuck = sorted(pending)
+            raise ViewBuildError(
+                pending[stuck[0]].path,
+                "circular references among views: " + ", ".join(f"{n}.sql" for n in stuck),
+            )
+        for name in ready:
+            ordered.append(pending.pop(name))
+            built.add(name)
+    return tuple(ordered)
+
+
+def build_views(out_dir: str | Path, queries_dir: str | Path | None = None) -> Path:
+    """Create ``out_dir/eval.duckdb`` with one view per SQL file; return its path.
+
+    ``queries_dir`` defaults to :func:`default_queries_dir`. The database is built in a
+    temporary file and renamed over the old one only when every view has built, so a failure
+    leaves the previous database untouched.
+    """
+    out_dir = Path(out_dir).resolve()
+    _require_outputs(out_dir)
+    views = load_views(Path(queries_dir) if queries_dir is not None else default_queries_dir())
+    target = out_dir / DB_FILE
+    with atomic_path(target) as tmp:
+        try:
+            con = duckdb.connect(
+                str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}
+            )
+            try:
+                _create_views(con, out_dir, views)
+            finally:
+                con.close()
+        finally:
+            Path(f"{tmp}.wal").unlink(missing_ok=True)
+    log.info("built %d views in %s", len(views), target)
+    return target
+
+
+def _create_views(
+    con: duckdb.DuckDBPyConnection, out_dir: Path, views: Iterable[ViewDef]
+) -> None:
+    con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
+    for view in views:
+        try:
+            statements = con.extract_statements(view.sql)
+        except duckdb.Error as exc:
+            raise ViewBuildError(view.path, f"SQL does not parse: {exc}") from exc
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            raise ViewBuildError(view.path, "a view file must hold exactly one select statement")
+        try:
+            con.execute(f'create view "{view.name}" as\n{statements[0].query}\n')
+        except duckdb.Error as exc:
+            raise ViewBuildError(view.path, f"view {view.name!r} failed to build: {exc}") from exc
+        columns = {row[0] for row in con.execute(f'describe "{view.name}"').fetchall()}
+        missing = [c for c in view.grain_columns if c not in columns]
+        if missing:
+            raise ViewBuildError(
+                view.path, f"grain column(s) {', '.join(missing)} are not columns of the view"
+            )
+        con.execute(f'comment on view "{view.name}" is {_literal("grain: " + view.grain)}')
+        log.debug("created view %s (%s)", view.name, view.grain)
+
+
+def _require_outputs(out_dir: Path) -> None:
+    for name in (SCORES_FILE, REJECTED_FILE):
+        if not (out_dir / name).is_file():
+            raise InputError(
+                f"{out_dir}: no {name} here; run `rag-eval evaluate --out {out_dir}` first"
+            )
+
+
+def _literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _built_for(db: Path) -> str | None:
+    """The output directory ``db`` was built for, or None if unreadable or not ours."""
+    try:
+        with duckdb.connect(str(db), read_only=True) as con:
+            row = con.execute(f"select {DATA_DIR_MACRO}()").fetchone()
+    except duckdb.Error:
+        return None
+    return None if row is None else str(row[0])
+
+
+def connect(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to ``out_dir/eval.duckdb``; close it when done.
+
+    Builds the database first when it is missing or was built for another directory (the
+    output directory was moved or copied), so its views always read ``out_dir``'s files.
+    """
+    out_dir = Path(out_dir).resolve()
+    _require_outputs(out_dir)
+    db = out_dir / DB_FILE
+    if not db.exists():
+        log.info("%s does not exist; building the views", db)
+        build_views(out_dir)
+    else:
+        built_for = _built_for(db)
+        if built_for != out_dir.as_posix():
+            log.warning("%s was built for %s; rebuilding its views", db, built_for)
+            build_views(out_dir)
+    return duckdb.connect(str(db), read_only=True)
+
+
+def run_query(out_dir: str | Path, sql: str) -> pl.DataFrame:
+    """The result of ``sql`` run against the views of ``out_dir`` (an empty frame if none)."""
+    con = connect(out_dir)
+    try:
+        relation = con.sql(sql)
+        return pl.DataFrame() if relation is None else relation.pl()
+    finally:
+        con.close()

@@ -1,0 +1,46 @@
+-- grain: one row per (source, row_number), i.e. one scored input row
+-- Staging view over scores.parquet; with rejected.sql the only SQL that reads a file.
+-- eval_data_dir() is a macro that pipeline/views.py defines: the output directory's absolute path.
+with scores_file as (
+    select * from read_parquet(eval_data_dir() || '/scores.parquet')
+),
+
+-- Every column of the scores.parquet contract with its type and no rows. A run restricted with
+-- --metrics lacks some metric columns; `union all by name` fills them with typed nulls, so every
+-- view builds whatever subset was computed. Columns the contract does not know come after these.
+contract as (
+    select
+        cast(null as varchar) as id,
+        cast(null as varchar) as model,
+        cast(null as varchar) as run,
+        cast(null as varchar) as category,
+        cast(null as double) as noise_level,
+        cast(null as varchar) as question_type,
+        cast(null as varchar) as source,
+        cast(null as bigint) as row_number,
+        cast(null as tinyint) as answer_em,
+        cast(null as double) as answer_f1,
+        cast(null as tinyint) as answer_em_strict,
+        cast(null as bigint) as citation_n_pred,
+        cast(null as bigint) as citation_n_gold,
+        cast(null as bigint) as citation_n_correct,
+        cast(null as double) as citation_precision,
+        cast(null as double) as citation_recall,
+        cast(null as double) as citation_f1,
+        cast(null as tinyint) as abstained,
+        cast(null as tinyint) as abstention_correct,
+        cast(null as tinyint) as insufficient_context_detected,
+        cast(null as tinyint) as idk_with_citation,
+        cast(null as bigint) as total_tokens,
+        cast(null as double) as latency_ms,
+        cast(null as varchar) as signature
+    where false
+),
+
+final as (
+    select * from contract
+    union all by name
+    select * from scores_file
+)
+
+select * from final
