@@ -92,7 +92,8 @@ def test_query_subcommand(run_dir: Path, capsys):
 
 
 def test_missing_required_column_names_column_and_file(tmp_path: Path, capsys):
-    source = write_jsonl(tmp_path / "broken.jsonl", [{"id": "1", "question": "q", "reference": "r"}])
+    rows = [{"id": "1", "question": "q", "reference": "r"}]
+    source = write_jsonl(tmp_path / "broken.jsonl", rows)
     code = main(["evaluate", "--input", str(source), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2
