@@ -32,16 +32,16 @@ PHRASES = ("", "The answer is ", "It is ", "I think ", "")
 
 def generate(n: int, seed: int = 0) -> pl.DataFrame:
     """A deterministic table of short references/responses with citation columns."""
-    from conftest import records
+    from pipeline.schema import PROVENANCE_SCHEMA, RECORD_SCHEMA
 
     rng = np.random.default_rng(seed)
     vocab = np.array(WORDS)
 
     def texts(lo: int, hi: int) -> list[str]:
         lengths = rng.integers(lo, hi + 1, size=n)
-        flat = vocab[rng.integers(0, len(vocab), size=int(lengths.sum()))]
+        flat = vocab[rng.integers(0, len(vocab), size=int(lengths.sum()))].tolist()
         out, start = [], 0
-        for length in lengths:  # data generation only, not the measured path
+        for length in lengths.tolist():  # data generation only, not the measured path
             out.append(" ".join(flat[start:start + length]))
             start += length
         return out
@@ -57,21 +57,29 @@ def generate(n: int, seed: int = 0) -> pl.DataFrame:
     gold = [sorted(set(g)) for g in rng.integers(1, 6, size=(n, 2)).tolist()]
     cited = [sorted(set(c)) for c in rng.integers(1, 6, size=(n, 2)).tolist()]
     markers = rng.random(n) < 0.33
-    rows = []
-    for i in range(n):
-        response = responses[i]
-        citations: list[int] | None = cited[i]
-        if markers[i]:
-            response += "".join(f" [{c}]" for c in cited[i])
-            citations = None
-        rows.append({"id": f"q{i}", "reference": refs[i], "response": response,
-                     "citations": citations, "gold_citations": gold[i]})
-    return records(rows)
+    for i in np.flatnonzero(markers):
+        responses[i] += "".join(f" [{c}]" for c in cited[i])
+    columns = {
+        "id": [f"q{i}" for i in range(n)],
+        "question": [""] * n,
+        "reference": refs,
+        "response": responses,
+        "citations": [None if m else c for m, c in zip(markers, cited, strict=True)],
+        "gold_citations": gold,
+        "source": ["bench"] * n,
+        "row_number": list(range(n)),
+    }
+    schema = {**RECORD_SCHEMA, **PROVENANCE_SCHEMA}
+    frame = pl.DataFrame(columns, schema={k: schema[k] for k in columns})
+    return frame.select(
+        pl.col(name) if name in columns else pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in schema.items()
+    )
 
 
 def python_per_row(path: str) -> dict[str, float]:
     """The same definitions, one row at a time, in plain Python (official SQuAD functions)."""
-    from oracles import citation_prf, compute_exact, compute_f1, parse_markers
+    from oracles import citation_prf, compute_exact, compute_f1, parse_markers, strip_markers
 
     frame = pl.read_parquet(path, columns=["reference", "response", "citations",
                                            "gold_citations"])
@@ -80,8 +88,9 @@ def python_per_row(path: str) -> dict[str, float]:
     start = time.perf_counter()
     total = 0.0
     for ref, resp, cit, gold in zip(refs, resps, cits, golds, strict=True):
-        em = compute_exact(ref, resp)
-        f1 = compute_f1(ref, resp)
+        answer = strip_markers(resp)
+        em = compute_exact(ref, answer)
+        f1 = compute_f1(ref, answer)
         predicted = cit if cit is not None else parse_markers(resp)
         precision, recall, cf1 = citation_prf(predicted, gold)
         total += em + f1 + precision + recall + cf1

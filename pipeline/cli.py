@@ -120,7 +120,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     if summary.n_rejected:
         print(f"rejected rows and reasons: {summary.out_dir / 'rejected.parquet'}")
     print()
-    _print_frame(run_query(summary.out_dir, "select * from headline order by model"), "table")
+    headline = run_query(summary.out_dir, "select * from headline order by model")
+    _print_frame(headline.drop("signature"), "table")
+    for signature in headline["signature"].unique(maintain_order=True):
+        print(f"signature: {signature}")
     return EXIT_OK
 
 

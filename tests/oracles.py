@@ -83,10 +83,18 @@ def citation_prf(pred: list[int], gold: list[int]) -> tuple[float, float, float]
     return precision, recall, f1
 
 
+CITATION_MARKER = r"\[\s*\d{1,9}(?:\s*[,;]\s*\d{1,9})*\s*\]"
+
+
+def strip_markers(text: str) -> str:
+    """The response without its ``[n]`` citation markers (what answer metrics score)."""
+    return re.sub(CITATION_MARKER, "", text)
+
+
 def parse_markers(text: str) -> list[int]:
     """Distinct numbers in ``[n]`` / ``[n, m]`` markers, in order of first appearance."""
     seen: list[int] = []
-    for group in re.findall(r"\[\s*\d{1,9}(?:\s*[,;]\s*\d{1,9})*\s*\]", text):
+    for group in re.findall(CITATION_MARKER, text):
         for number in re.findall(r"\d+", group):
             if int(number) not in seen:
                 seen.append(int(number))
