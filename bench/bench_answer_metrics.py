@@ -101,18 +101,18 @@ def python_per_row(path: str) -> dict[str, float]:
 def vectorized(path: str, batch_rows: int) -> dict[str, float]:
     """Our registry metrics (answer_em, answer_f1, citation family), scored batch by batch."""
     from pipeline.config import Config
-    from pipeline.evaluate import count_candidates, score_frame
+    from pipeline.evaluate import prepare_inputs, score_frame
+    from pipeline.metrics.registry import resolve
     from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 
     word_class(), space_class(), lowercase_mismatches()  # one-off start-up, not per row
     frame = pl.read_parquet(path)
     config = Config(metrics=("answer_em", "answer_f1", "citation"))
     start = time.perf_counter()
-    n_candidates = count_candidates(frame)
+    inputs = prepare_inputs(frame, config, resolve(config.metrics))
     total = 0.0
     for offset in range(0, frame.height, batch_rows):
-        scored = score_frame(frame.slice(offset, batch_rows), config,
-                             n_candidates=n_candidates).collect()
+        scored = score_frame(frame.slice(offset, batch_rows), config, inputs=inputs).collect()
         total += scored.select(
             pl.sum_horizontal("answer_em", "answer_f1", "citation_precision",
                               "citation_recall", "citation_f1").sum()

@@ -49,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
     ev.add_argument("--batch-rows", type=int, default=None, help="rows scored per batch")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ev.add_argument("--embedding-backend", metavar="SPEC",
+                    help="minilm (default), hashed, or sentence-transformers:<name or path>")
+    ev.add_argument("--cache-dir", type=Path, metavar="DIR",
+                    help="embedding cache (default: $XDG_CACHE_HOME/rag-eval/embeddings)")
 
     va = sub.add_parser("validate", help="check input files without scoring them")
     add_inputs(va)
@@ -87,7 +91,12 @@ def _config(args: argparse.Namespace) -> Config:
     metrics = None
     if getattr(args, "metrics", None):
         metrics = tuple(m for m in args.metrics.split(",") if m.strip())
-    config = load_config(args.config, metrics=metrics)
+    config = load_config(
+        args.config,
+        metrics=metrics,
+        embedding_backend=getattr(args, "embedding_backend", None),
+        embedding_cache_dir=getattr(args, "cache_dir", None),
+    )
     resolve_metrics(config.metrics)  # fail before reading anything
     return config
 

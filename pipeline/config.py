@@ -8,6 +8,8 @@ so every score row records how it was computed.
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -52,6 +54,22 @@ DEFAULT_INSUFFICIENT_CONTEXT_REFERENCE = "insufficient context"
 #: ``question_type`` values that mark a question as unanswerable.
 DEFAULT_UNANSWERABLE_TYPES: tuple[str, ...] = ("impossible", "unanswerable")
 
+#: Embedding backend used for semantic and grounding metrics (see ``pipeline.embed``).
+DEFAULT_EMBEDDING_BACKEND = "minilm"
+#: Texts per inference batch of the embedding model.
+DEFAULT_EMBEDDING_BATCH_SIZE = 64
+#: Minimum cosine between a sentence and its cited passage for the sentence to be supported.
+DEFAULT_TAU_SIM = 0.65
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/rag-eval/embeddings`` (``~/.cache/rag-eval/embeddings`` by default).
+
+    Read here, at the configuration edge; metrics never look at the environment.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rag-eval" / "embeddings"
+
 
 class ConfigError(ValueError):
     """The configuration file or a flag is invalid."""
@@ -72,8 +90,21 @@ class Config:
     insufficient_context_reference: str = DEFAULT_INSUFFICIENT_CONTEXT_REFERENCE
     unanswerable_types: tuple[str, ...] = DEFAULT_UNANSWERABLE_TYPES
     metrics: tuple[str, ...] | None = None
-    #: Remove ``[n]`` citation markers from the response before answer metrics (EM, F1).
+    #: Remove ``[n]`` citation markers from the response before answer, lexical and semantic
+    #: metrics (EM, F1, ROUGE, BLEU, similarity).
     strip_citation_markers: bool = True
+    #: ROUGE with the Porter stemmer (``rouge-score``'s ``use_stemmer=True``).
+    rouge_stemmer: bool = False
+    #: ``minilm`` (default), ``hashed`` or ``sentence-transformers:<name or local path>``.
+    embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
+    embedding_batch_size: int = DEFAULT_EMBEDDING_BATCH_SIZE
+    #: Where embeddings are cached on disk; None keeps them in memory for this process only.
+    embedding_cache_dir: Path | None = None
+    #: Grounding threshold: cosine(sentence, cited passage) >= tau_sim supports a sentence.
+    tau_sim: float = DEFAULT_TAU_SIM
+    #: Replacement stopword list and synonym table for keyword metrics (None: bundled files).
+    stopwords_file: Path | None = None
+    synonyms_file: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -88,6 +119,12 @@ class Config:
             raise ConfigError(f"[columns] maps several canonical columns to {duplicated}")
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
+        if not (math.isfinite(self.tau_sim) and -1.0 <= self.tau_sim <= 1.0):
+            raise ConfigError(f"[grounding] tau_sim must be in [-1, 1], got {self.tau_sim}")
+        if self.embedding_batch_size < 1:
+            raise ConfigError("[embedding] batch_size must be a positive integer")
+        if not self.embedding_backend.strip():
+            raise ConfigError("[embedding] backend must not be empty")
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
 
     def with_metrics(self, metrics: tuple[str, ...] | None) -> Config:
@@ -107,11 +144,24 @@ class Config:
             f"markers:{'strip' if self.strip_citation_markers else 'keep'}|cite:set|"
             f"abst:{len(self.abstention_phrases)}-{digest}|"
             f"absref:{self.abstention_reference}|icref:{self.insufficient_context_reference}|"
-            f"unans:{','.join(self.unanswerable_types)}"
+            f"unans:{','.join(self.unanswerable_types)}|"
+            f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}|bleu:13a-exp-eff|"
+            f"kw:{self.keyword_digest()}|tfidf:corpus-distinct|"
+            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}"
         )
 
+    def keyword_digest(self) -> str:
+        """Short digest of the effective stopword list and synonym table."""
+        from pipeline.metrics.keywords import load_stopwords, load_synonyms
 
-_SECTIONS = {"columns", "abstention", "answer", "metrics"}
+        stopwords = "\n".join(sorted(load_stopwords(self.stopwords_file)))
+        table = sorted(load_synonyms(self.synonyms_file).items())
+        synonyms = "\n".join(f"{k}\t{v}" for k, v in table)
+        return hashlib.sha256(f"{stopwords}\0{synonyms}".encode()).hexdigest()[:8]
+
+
+_SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
+             "grounding"}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
@@ -133,8 +183,26 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 
         [metrics]
         select = ["answer", "citation_f1"]
+
+        [lexical]
+        rouge_stemmer = false      # true matches rouge-score's use_stemmer=True
+
+        [keywords]                 # replace the bundled lists (paths relative to this file)
+        stopwords = "my_stopwords.txt"
+        synonyms = "my_synonyms.tsv"
+
+        [embedding]
+        backend = "minilm"         # or "hashed", or "sentence-transformers:<name or path>"
+        batch_size = 64
+        cache_dir = "~/.cache/rag-eval/embeddings"
+
+        [grounding]
+        tau_sim = 0.65
+
+    Without a file (or without ``[embedding] cache_dir``) the embedding cache lives in
+    :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.
     """
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"embedding_cache_dir": default_cache_dir()}
     if path is not None:
         path = Path(path)
         try:
@@ -200,4 +268,63 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
         if not isinstance(select, list) or not all(isinstance(v, str) for v in select):
             raise ConfigError(f"{path}: [metrics] select must be a list of names")
         values["metrics"] = tuple(select)
+    values.update(_parse_scoring_sections(data, path))
+    return values
+
+
+def _section(data: Mapping[str, Any], name: str, keys: set[str], path: Path) -> dict[str, Any]:
+    section = data.get(name, {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    unknown = sorted(set(section) - keys)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [{name}]: {unknown}; known: {sorted(keys)}")
+    return section
+
+
+def _typed(path: Path, where: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    """``value`` if it has type ``kind`` (a TOML boolean is never taken for a number)."""
+    if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
+        raise ConfigError(f"{path}: {where} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _file(path: Path, value: str) -> Path:
+    """A path from the config file: ``~`` expanded, relative paths taken from the file's folder."""
+    candidate = Path(value).expanduser()
+    return candidate if candidate.is_absolute() else path.parent / candidate
+
+
+def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    lexical = _section(data, "lexical", {"rouge_stemmer"}, path)
+    if "rouge_stemmer" in lexical:
+        stem = lexical["rouge_stemmer"]
+        values["rouge_stemmer"] = _typed(path, "[lexical] rouge_stemmer", stem, bool)
+
+    keywords = _section(data, "keywords", {"stopwords", "synonyms"}, path)
+    for key in ("stopwords", "synonyms"):
+        if key in keywords:
+            file = _file(path, _typed(path, f"[keywords] {key}", keywords[key], str))
+            if not file.is_file():
+                raise ConfigError(f"{path}: [keywords] {key} file not found: {file}")
+            values[f"{key}_file"] = file
+
+    embedding = _section(data, "embedding", {"backend", "batch_size", "cache_dir"}, path)
+    if "backend" in embedding:
+        values["embedding_backend"] = _typed(path, "[embedding] backend", embedding["backend"], str)
+    if "batch_size" in embedding:
+        values["embedding_batch_size"] = _typed(
+            path, "[embedding] batch_size", embedding["batch_size"], int
+        )
+    if "cache_dir" in embedding:
+        values["embedding_cache_dir"] = _file(
+            path, _typed(path, "[embedding] cache_dir", embedding["cache_dir"], str)
+        )
+
+    grounding = _section(data, "grounding", {"tau_sim"}, path)
+    if "tau_sim" in grounding:
+        values["tau_sim"] = float(
+            _typed(path, "[grounding] tau_sim", grounding["tau_sim"], (int, float))
+        )
     return values

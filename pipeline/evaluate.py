@@ -17,8 +17,15 @@ import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.io.atomic import atomic_path, write_parquet_atomic
-from pipeline.metrics.registry import Inputs, MetricSpec, intermediates, levels, metric_expressions
+from pipeline.metrics.registry import (
+    MetricSpec,
+    compared_response,
+    intermediates,
+    levels,
+    metric_expressions,
+)
 from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -47,22 +54,55 @@ def count_candidates(records: pl.DataFrame) -> int:
     return 1 + int(longest or 0)
 
 
+def prepare_inputs(
+    records: pl.DataFrame, config: Config, specs: Sequence[MetricSpec]
+) -> Inputs:
+    """What the metric builders share across batches, prepared once per run.
+
+    The candidate count; TF-IDF document frequencies over every distinct question and compared
+    response of ``records`` (the first pass of a two-pass run); the embedding model behind its
+    cache. Each is prepared only when a selected metric needs it.
+    """
+    needs = {need for spec in specs for need in spec.needs}
+    idf = None
+    if NEEDS_IDF in needs:
+        from pipeline.metrics.tfidf import IdfTable
+
+        texts = records.select(
+            pl.concat_list(pl.col("question"), compared_response(config)).alias("text")
+        ).explode("text")["text"]
+        idf = IdfTable.from_texts(texts)
+    embedder = None
+    if NEEDS_EMBEDDER in needs:
+        from pipeline.embed import make_embedder
+
+        embedder = make_embedder(
+            config.embedding_backend,
+            cache_dir=config.embedding_cache_dir,
+            batch_size=config.embedding_batch_size,
+        )
+    return Inputs(
+        config=config, n_candidates=count_candidates(records), idf=idf, embedder=embedder
+    )
+
+
 def score_frame(
     records: pl.DataFrame | pl.LazyFrame,
     config: Config,
     *,
     specs: Sequence[MetricSpec] | None = None,
-    n_candidates: int | None = None,
+    inputs: Inputs | None = None,
 ) -> pl.LazyFrame:
     """Key columns, metric columns and ``signature`` for each record (lazy).
 
-    ``records`` must have every column of :data:`pipeline.schema.RECORD_SCHEMA`.
+    ``records`` must have every column of :data:`pipeline.schema.RECORD_SCHEMA`. ``inputs``
+    defaults to :func:`prepare_inputs` over ``records`` themselves; a batched run passes the
+    inputs it prepared once over all its records.
     """
     specs = tuple(specs) if specs is not None else resolve_metrics(config.metrics)
     frame = records.lazy()
-    if n_candidates is None:
-        n_candidates = count_candidates(frame.select("references").collect())
-    inputs = Inputs(config=config, n_candidates=n_candidates)
+    if inputs is None:
+        inputs = prepare_inputs(frame.collect(), config, specs)
     needed = {need for spec in specs for need in spec.needs}
     for stage in intermediates(inputs, needed):
         frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
@@ -93,13 +133,13 @@ def evaluate(
     specs = resolve_metrics(config.metrics)
     validated = load_inputs(list(inputs), list(pairs), config)
     records = validated.records
-    n_candidates = count_candidates(records)
+    inputs = prepare_inputs(records, config, specs)
     log.info(
         "read %d rows: %d valid, %d rejected; scoring %d metrics",
         validated.n_read, records.height, validated.rejected.height, len(specs),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_scores(records, config, specs, n_candidates, out_dir / SCORES_FILE, batch_rows, on_batch)
+    _write_scores(records, inputs, specs, out_dir / SCORES_FILE, batch_rows, on_batch)
     write_parquet_atomic(validated.rejected, out_dir / REJECTED_FILE)
     if build_db:
         from pipeline.views import build_views
@@ -119,21 +159,21 @@ def evaluate(
 
 def _write_scores(
     records: pl.DataFrame,
-    config: Config,
+    inputs: Inputs,
     specs: Sequence[MetricSpec],
-    n_candidates: int,
     target: Path,
     batch_rows: int,
     on_batch: Callable[[int], None] | None,
 ) -> None:
     if batch_rows < 1:
         raise ValueError("batch_rows must be positive")
-    empty = score_frame(records.head(0), config, specs=specs, n_candidates=n_candidates)
+    config = inputs.config
+    empty = score_frame(records.head(0), config, specs=specs, inputs=inputs)
     schema = empty.collect().to_arrow().schema
     with atomic_path(target) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
         for offset in range(0, records.height, batch_rows):
             batch = records.slice(offset, batch_rows)
-            scored = score_frame(batch, config, specs=specs, n_candidates=n_candidates).collect()
+            scored = score_frame(batch, config, specs=specs, inputs=inputs).collect()
             writer.write_table(scored.to_arrow().cast(schema))
             if on_batch is not None:
                 on_batch(batch.height)

@@ -42,6 +42,28 @@ aggregated as (
         cast(sum(sr.idk_with_citation) as bigint) as n_idk_with_citation,
         avg(sr.total_tokens) as mean_total_tokens,
         quantile_cont(sr.latency_ms, 0.5) as p50_latency_ms,
+        avg(sr.rouge_1) as rouge_1,
+        avg(sr.rouge_2) as rouge_2,
+        avg(sr.rouge_l) as rouge_l,
+        cast(sum(sr.rouge_1_overlap) as bigint) as rouge_1_overlap,
+        cast(sum(sr.rouge_1_pred) as bigint) as rouge_1_pred,
+        cast(sum(sr.rouge_1_ref) as bigint) as rouge_1_ref,
+        cast(sum(sr.rouge_2_overlap) as bigint) as rouge_2_overlap,
+        cast(sum(sr.rouge_2_pred) as bigint) as rouge_2_pred,
+        cast(sum(sr.rouge_2_ref) as bigint) as rouge_2_ref,
+        cast(sum(sr.rouge_l_lcs) as bigint) as rouge_l_lcs,
+        avg(sr.bleu) as bleu,
+        avg(sr.bleu_textbook) as bleu_textbook,
+        avg(sr.numeric_accuracy) as numeric_accuracy,
+        avg(sr.content_coverage) as content_coverage,
+        avg(sr.keyword_overlap) as keyword_overlap,
+        avg(sr.tfidf_relevance) as tfidf_relevance,
+        avg(sr.semantic_similarity) as semantic_similarity,
+        avg(sr.semantic_relevance) as semantic_relevance,
+        avg(sr.overlap) as overlap,
+        avg(sr.faithfulness) as faithfulness,
+        cast(sum(sr.n_sentences) as bigint) as n_sentences,
+        cast(sum(sr.n_supported) as bigint) as n_supported,
         string_agg(distinct sr.signature, '; ' order by sr.signature) as signature
     from scored_rows as sr
     group by grouping sets (
@@ -69,7 +91,15 @@ micro as (
                 when agg.citation_n_pred = 0 then 1
                 else 0
             end as double
-        ) as citation_recall_micro
+        ) as citation_recall_micro,
+        -- Corpus-level ROUGE from summed counts, with rouge-score's per-row conventions:
+        -- precision = overlap / max(predicted, 1), recall = overlap / max(reference, 1).
+        cast(agg.rouge_1_overlap as double) / greatest(agg.rouge_1_pred, 1) as rouge_1_p_micro,
+        cast(agg.rouge_1_overlap as double) / greatest(agg.rouge_1_ref, 1) as rouge_1_r_micro,
+        cast(agg.rouge_2_overlap as double) / greatest(agg.rouge_2_pred, 1) as rouge_2_p_micro,
+        cast(agg.rouge_2_overlap as double) / greatest(agg.rouge_2_ref, 1) as rouge_2_r_micro,
+        cast(agg.rouge_l_lcs as double) / greatest(agg.rouge_1_pred, 1) as rouge_l_p_micro,
+        cast(agg.rouge_l_lcs as double) / greatest(agg.rouge_1_ref, 1) as rouge_l_r_micro
     from aggregated as agg
 ),
 
@@ -105,6 +135,38 @@ final as (
         mi.n_idk_with_citation,
         mi.mean_total_tokens,
         mi.p50_latency_ms,
+        mi.faithfulness,
+        mi.overlap,
+        -- supported sentences / all sentences over the slice (overlap is the mean of row ratios)
+        case when mi.n_sentences > 0 then mi.n_supported / mi.n_sentences end as overlap_micro,
+        mi.n_sentences,
+        mi.n_supported,
+        mi.rouge_1,
+        mi.rouge_2,
+        mi.rouge_l,
+        case
+            when mi.rouge_1_p_micro + mi.rouge_1_r_micro = 0 then 0.0
+            else 2 * mi.rouge_1_p_micro * mi.rouge_1_r_micro
+                / (mi.rouge_1_p_micro + mi.rouge_1_r_micro)
+        end as rouge_1_micro,
+        case
+            when mi.rouge_2_p_micro + mi.rouge_2_r_micro = 0 then 0.0
+            else 2 * mi.rouge_2_p_micro * mi.rouge_2_r_micro
+                / (mi.rouge_2_p_micro + mi.rouge_2_r_micro)
+        end as rouge_2_micro,
+        case
+            when mi.rouge_l_p_micro + mi.rouge_l_r_micro = 0 then 0.0
+            else 2 * mi.rouge_l_p_micro * mi.rouge_l_r_micro
+                / (mi.rouge_l_p_micro + mi.rouge_l_r_micro)
+        end as rouge_l_micro,
+        mi.bleu,
+        mi.bleu_textbook,
+        mi.numeric_accuracy,
+        mi.content_coverage,
+        mi.keyword_overlap,
+        mi.tfidf_relevance,
+        mi.semantic_similarity,
+        mi.semantic_relevance,
         mi.signature
     from micro as mi
 )

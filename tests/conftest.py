@@ -26,3 +26,16 @@ def records(rows: list[dict[str, Any]]) -> pl.DataFrame:
 @pytest.fixture
 def make_records():
     return records
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_embedding_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Point the default embedding cache at a temporary folder for the whole test session.
+
+    ``load_config`` reads ``XDG_CACHE_HOME`` at the configuration edge; tests must neither read
+    nor fill the developer's real cache.
+    """
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    yield
+    patch.undo()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import string
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -15,9 +18,10 @@ from oracles import normalize_answer, squad_scores, strict_exact
 
 from pipeline.config import Config
 from pipeline.evaluate import score_frame
+from pipeline.metrics.answer import multiset_overlap
 from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
-from pipeline.text.normalize import python_lower, squad_normalize
-from pipeline.text.tokenize import squad_tokens
+from pipeline.text.normalize import ascii_lower_remove_punctuation, python_lower, squad_normalize
+from pipeline.text.tokenize import squad_tokens, squad_tokens_ascii, squad_tokens_unicode
 
 GOLDEN = Path(__file__).parent / "golden" / "squad_adversarial.jsonl"
 ANSWER_METRICS = ("answer",)
@@ -143,3 +147,72 @@ def test_character_classes_match_cpython():
     word = re.compile(r"\w")
     assert flags["w"].to_list() == [bool(word.match(c)) for c in chars]
     assert flags["s"].to_list() == [c.isspace() for c in chars]
+
+
+# The ASCII fast path must agree with the general path and the script on every ASCII text.
+ASCII_TRICKY = [
+    *"aAnNtThHeE _-.,!'09\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x00\x01\x1b\x7f",
+    "a a", "the_the", "a-an", "An", "THE", "an.", "a\x1fa", "a\x01an", "them", "tha", "ann",
+]
+ascii_text = st.lists(
+    st.sampled_from(ASCII_TRICKY) | st.characters(max_codepoint=0x7F), max_size=16
+).map("".join)
+
+
+def _ascii_paths(texts: list[str]) -> pl.DataFrame:
+    frame = pl.DataFrame({"t": texts}, schema={"t": pl.String})
+    return frame.select(
+        fast=squad_tokens_ascii(pl.col("t")),
+        full=squad_tokens_unicode(pl.col("t")),
+        routed=squad_tokens(pl.col("t")),
+        folded=ascii_lower_remove_punctuation(pl.col("t")),
+    )
+
+
+def _check_ascii_paths(texts: list[str]) -> None:
+    out = _ascii_paths(texts)
+    expected = [normalize_answer(t).split() for t in texts]
+    for column in ("fast", "full", "routed"):
+        assert [list(k) for k in out[column].to_list()] == expected, column
+    exclude = set(string.punctuation)
+    assert out["folded"].to_list() == [
+        "".join(ch for ch in t.lower() if ch not in exclude) for t in texts
+    ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(ascii_text, min_size=1, max_size=20))
+def test_ascii_fast_path_equals_full_path_and_official_script(texts):
+    _check_ascii_paths(texts)
+
+
+def test_ascii_fast_path_exhaustive_on_short_texts():
+    ascii_chars = [chr(cp) for cp in range(128)]
+    up_to_two = ["".join(p) for n in range(3) for p in itertools.product(ascii_chars, repeat=n)]
+    four = ["".join(p) for p in itertools.product("aAnthe _.\x01\x1f", repeat=4)]
+    _check_ascii_paths(up_to_two + four)
+
+
+def test_routing_keeps_rows_and_nulls_in_place():
+    texts = ["The cat", None, "Ωmega the Ö", "", "\u212a a K", "a\u00a0an b", "x x", None]
+    out = pl.DataFrame({"t": texts}, schema={"t": pl.String}).select(
+        k=squad_tokens(pl.col("t")), low=python_lower(pl.col("t"))
+    )
+    assert [None if k is None else list(k) for k in out["k"].to_list()] == [
+        None if t is None else normalize_answer(t).split() for t in texts
+    ]
+    assert out["low"].to_list() == [None if t is None else t.lower() for t in texts]
+
+
+token_lists = st.lists(st.sampled_from(["x", "y", "z", "x\x001", "\x00"]), max_size=7)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(token_lists, token_lists), min_size=1, max_size=20))
+def test_multiset_overlap_equals_counter_intersection(pairs):
+    frame = pl.DataFrame(
+        {"a": [a for a, _ in pairs] + [None, ["x"]], "b": [b for _, b in pairs] + [["x"], None]},
+        schema={"a": pl.List(pl.String), "b": pl.List(pl.String)},
+    )
+    out = frame.select(multiset_overlap(pl.col("a"), pl.col("b"))).to_series().to_list()
+    assert out == [sum((Counter(a) & Counter(b)).values()) for a, b in pairs] + [None, None]

@@ -65,8 +65,8 @@ def test_selection_by_family_and_name_adds_dependencies():
         "citation_n_pred", "citation_n_gold", "citation_n_correct", "citation_f1"]
     assert {s.name for s in resolve(["answer"])} == set(FAMILIES["answer"])
     assert [s.name for s in resolve(["abstention_correct"])] == ["abstained", "abstention_correct"]
-    with pytest.raises(UnknownMetricError, match="rouge"):
-        resolve(["rouge"])
+    with pytest.raises(UnknownMetricError, match="meteor"):
+        resolve(["meteor"])
 
 
 def test_levels_put_dependencies_first():

@@ -466,8 +466,9 @@ def test_slices_add_up_to_the_model(out_dir: Path) -> None:
 
 def test_headline(out_dir: Path, by_model: dict[Any, dict[str, Any]]) -> None:
     headline = run_query(out_dir, "select * from headline order by model")
-    assert headline.columns == ["model", "n", "answer_f1", "citation_f1_macro", "abstain_rate",
-                                "mean_total_tokens", "p50_latency_ms", "signature"]
+    assert headline.columns == ["model", "n", "faithfulness", "overlap", "answer_f1",
+                                "citation_f1_macro", "mean_total_tokens", "p50_latency_ms",
+                                "abstain_rate", "signature"]
     for row in headline.iter_rows(named=True):
         for column, value in row.items():
             assert value == by_model[row["model"]][column]

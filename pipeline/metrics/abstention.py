@@ -44,15 +44,26 @@ def is_reference(reference: pl.Expr, token: str) -> pl.Expr:
     return fold(reference).str.replace(strip, "") == folded_token.rstrip(".!? ")
 
 
+def is_unanswerable(
+    reference: pl.Expr, question_type: pl.Expr, *,
+    abstention_reference: str, unanswerable_types: Sequence[str],
+) -> pl.Expr:
+    """The abstention reference or an unanswerable ``question_type`` (never null)."""
+    return is_reference(reference, abstention_reference) | question_type.is_in(
+        list(unanswerable_types)
+    ).fill_null(False)
+
+
 def abstention_correct(
     abstained_flag: pl.Expr, reference: pl.Expr, question_type: pl.Expr, *,
     abstention_reference: str, unanswerable_types: Sequence[str],
 ) -> pl.Expr:
     """For unanswerable rows (abstention reference or an unanswerable ``question_type``):
     1 when the response abstains, else 0. Null for answerable rows."""
-    unanswerable = is_reference(reference, abstention_reference) | question_type.is_in(
-        list(unanswerable_types)
-    ).fill_null(False)
+    unanswerable = is_unanswerable(
+        reference, question_type,
+        abstention_reference=abstention_reference, unanswerable_types=unanswerable_types,
+    )
     return pl.when(unanswerable).then(abstained_flag)
 
 

@@ -30,7 +30,7 @@ def _has_repeats(tokens: pl.Expr) -> pl.Expr:
 def _occurrence_tagged(tokens: pl.Expr) -> pl.Expr:
     """Each token suffixed with its occurrence number, so a set of tags is the token multiset."""
     element = pl.element()
-    occurrence = pl.int_range(pl.len()).over(element).cast(pl.String)
+    occurrence = element.cum_count().over(element).cast(pl.String)
     return tokens.list.eval(element + "\x00" + occurrence)
 
 

@@ -1,56 +1,32 @@
 """The one registry of metrics: name -> spec. The CLI, the docs table and the tests read it.
 
-A spec's ``build`` receives :class:`Inputs` (the configuration and the number of reference
-candidates) and returns an unaliased ``pl.Expr`` over input columns, intermediate columns
-(names starting with ``_``, see ``INTERMEDIATES``) and other metrics it ``needs``. The driver
-computes everything level by level and applies ``.alias(name)`` here, in one place.
+A spec's ``build`` receives :class:`~pipeline.metrics.spec.Inputs` (the configuration, the
+number of reference candidates and the run's shared resources) and returns an unaliased
+``pl.Expr`` over input columns, intermediate columns (names starting with ``_``, see
+:func:`intermediates`) and other metrics it ``needs``. The driver computes everything level by
+level and applies ``.alias(name)`` here, in one place.
+
+The answer, citation, abstention and usage metrics are defined here; the text-comparison
+families (lexical, relevance, semantic, grounding) in :mod:`pipeline.metrics.text_specs`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline import __version__
 from pipeline.config import Config
-from pipeline.metrics import abstention, answer, citation, usage
+from pipeline.metrics import abstention, answer, citation, text_specs, usage
+from pipeline.metrics.spec import Inputs, MetricSpec, candidate
 from pipeline.text.normalize import lower_collapse
 from pipeline.text.tokenize import squad_tokens
 
-
-@dataclass(frozen=True)
-class Inputs:
-    """What metric builders may depend on besides columns."""
-
-    config: Config
-    #: Number of answer candidates: ``reference`` plus the longest ``references`` list.
-    n_candidates: int = 1
+__all__ = ["FAMILIES", "REGISTRY", "Inputs", "MetricSpec", "resolve"]
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """A named metric: how to build it and what its values mean."""
-
-    name: str
-    family: str
-    build: Callable[[Inputs], pl.Expr]
-    dtype: pl.DataType
-    description: str
-    needs: tuple[str, ...] = ()
-    lower: float | None = 0.0
-    upper: float | None = 1.0
-    higher_is_better: bool | None = True
-    nullable: bool = False
-    version: str = __version__
-
-
-def candidate(k: int) -> pl.Expr:
-    """Answer candidate ``k``: 0 is ``reference``, ``k >= 1`` is ``references[k - 1]`` (or null)."""
-    if k == 0:
-        return pl.col("reference")
-    return pl.col("references").list.get(k - 1, null_on_oob=True)
+#: The compared response text (citation markers stripped unless configured otherwise).
+RESPONSE = text_specs.RESPONSE
 
 
 def _tokens(k: int) -> str:
@@ -65,25 +41,34 @@ def _lowered(k: int) -> str:
     return f"_ref_lower_{k}"
 
 
+def compared_response(config: Config) -> pl.Expr:
+    """The response text that answer, lexical and semantic metrics compare."""
+    if config.strip_citation_markers:
+        return citation.strip_citation_markers(pl.col("response"))
+    return pl.col("response")
+
+
 def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Expr]]:
     """Columns computed once and shared by several metrics (dropped from the output).
 
-    Returned as stages: a stage's expressions may use columns of earlier stages.
+    Returned as stages: a stage's expressions may use columns of earlier stages. The first
+    stage is always ``_response`` (the response, without citation markers when the config says
+    so), the text that answer, lexical and semantic metrics compare.
 
     ``needed`` names groups: ``_tokens`` (SQuAD tokens of the response and every candidate),
     ``_overlap`` (their multiset overlap, which needs ``_tokens``),
-    ``_lowered`` (lowercased, whitespace-collapsed texts) and ``_predicted_citations``.
+    ``_lowered`` (lowercased, whitespace-collapsed texts), ``_predicted_citations``, and the
+    groups of :func:`pipeline.metrics.text_specs.intermediates`.
     """
     needed = set(needed)
     if "_overlap" in needed:
         needed.add("_tokens")
+    response = compared_response(inputs.config)
     columns: dict[str, pl.Expr] = {}
     overlaps: dict[str, pl.Expr] = {}
-    response = pl.col("response")
-    if inputs.config.strip_citation_markers:
-        response = citation.strip_citation_markers(response)
+    clean = pl.col(RESPONSE)
     if "_tokens" in needed:
-        columns["_response_tokens"] = squad_tokens(response)
+        columns["_response_tokens"] = squad_tokens(clean)
         for k in range(inputs.n_candidates):
             columns[_tokens(k)] = squad_tokens(candidate(k))
     if "_overlap" in needed:
@@ -92,14 +77,16 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
                 pl.col("_response_tokens"), pl.col(_tokens(k))
             )
     if "_lowered" in needed:
-        columns["_response_lower"] = lower_collapse(response)
+        columns["_response_lower"] = lower_collapse(clean)
         for k in range(inputs.n_candidates):
             columns[_lowered(k)] = lower_collapse(candidate(k))
     if "_predicted_citations" in needed:
         columns["_predicted_citations"] = citation.predicted_citations(
             pl.col("citations"), pl.col("response")
         )
-    return [stage for stage in (columns, overlaps) if stage]
+    columns.update(text_specs.intermediates(inputs, needed, clean))
+    stages = [{RESPONSE: response}, columns, overlaps]
+    return [stage for stage in stages if stage]
 
 
 def _answer_em(inputs: Inputs) -> pl.Expr:
@@ -178,7 +165,7 @@ def _idk_with_citation(inputs: Inputs) -> pl.Expr:
     )
 
 
-_SPECS: tuple[MetricSpec, ...] = (
+_CORE_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "answer_em", "answer", _answer_em, pl.Int8(),
         "Exact match after SQuAD v2 normalize_answer; max over references.",
@@ -259,6 +246,7 @@ _SPECS: tuple[MetricSpec, ...] = (
     ),
 )
 
+_SPECS: tuple[MetricSpec, ...] = (*_CORE_SPECS, *text_specs.SPECS)
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
 FAMILIES: dict[str, tuple[str, ...]] = {}
 for _spec in _SPECS:

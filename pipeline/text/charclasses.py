@@ -12,6 +12,11 @@ differ at the margins:
 
 Each class is derived once per process from the running interpreter, so parity holds whatever its
 Unicode version.
+
+On pure ASCII text all three behaviours are fixed and small: ``str.lower`` maps ``A-Z`` only (as
+polars does), word characters are ``[0-9A-Za-z_]`` (Rust's ``(?-u:\\b)`` uses the same set) and
+``str.isspace`` holds for :data:`ASCII_SPACE_CLASS`. The ``ASCII_*`` constants serve the ASCII fast
+paths in ``normalize`` and ``tokenize``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,12 @@ from collections.abc import Callable
 from functools import cache
 
 import polars as pl
+
+#: Class body of ``str.isspace()`` on ASCII: tab, LF, VT, FF, CR, U+001C..U+001F (which Rust's
+#: ``\s`` lacks) and the space.
+ASCII_SPACE_CLASS = r"\x{9}-\x{d}\x{1c}-\x{20}"
+#: Class body of the ASCII word characters (``str.isalnum() or ch == "_"`` on ASCII).
+ASCII_WORD_CLASS = "0-9A-Za-z_"
 
 _MAX_CODE_POINT = 0x110000
 _SURROGATES = range(0xD800, 0xE000)

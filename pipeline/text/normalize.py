@@ -4,10 +4,15 @@
 (lower, remove ASCII punctuation, replace the articles a/an/the by a space, collapse whitespace)
 character for character; see ``pipeline.text.charclasses`` for how CPython's Unicode behaviour is
 matched.
+
+Most texts are pure ASCII, where CPython's behaviour needs none of that machinery. :func:`by_ascii`
+sends ASCII rows through a cheaper expression and the others through the general one.
 """
 
 from __future__ import annotations
 
+import string
+from collections.abc import Callable
 from functools import cache
 
 import polars as pl
@@ -33,17 +38,47 @@ def _shield_tables() -> tuple[list[str], list[str]]:
     return originals, encoded
 
 
-def python_lower(text: pl.Expr) -> pl.Expr:
-    """``str.lower()`` of the running CPython, exactly (full Unicode case mapping, final sigma).
+def is_ascii(text: pl.Expr) -> pl.Expr:
+    """True where ``text`` is pure ASCII (one byte per character); null where it is null."""
+    return text.str.len_bytes() == text.str.len_chars()
 
-    polars lowercases with a newer Unicode database; the few characters this interpreter does not
-    lowercase are shielded with a prefix-free private-use escape and restored afterwards.
+
+def by_ascii(
+    text: pl.Expr,
+    ascii_path: Callable[[pl.Expr], pl.Expr],
+    unicode_path: Callable[[pl.Expr], pl.Expr],
+) -> pl.Expr:
+    """``ascii_path(text)`` on ASCII rows, ``unicode_path(text)`` on the others (null stays null).
+
+    Each path receives ``text`` nulled outside its rows, so it does its work on its own rows only
+    (string kernels skip nulls cheaply) and the frame keeps its shape. ``ascii_path`` must give a
+    non-null result for every non-null input.
     """
+    ascii_rows = is_ascii(text)
+    return pl.coalesce(
+        ascii_path(pl.when(ascii_rows).then(text)),
+        unicode_path(pl.when(~ascii_rows).then(text)),
+    )
+
+
+def _shielded_lower(text: pl.Expr) -> pl.Expr:
+    """:func:`python_lower` for any text."""
     originals, encoded = _shield_tables()
     if len(originals) == 1:
         return text.str.to_lowercase()
     shielded = text.str.replace_many(originals, encoded)
     return shielded.str.to_lowercase().str.replace_many(encoded, originals)
+
+
+def python_lower(text: pl.Expr) -> pl.Expr:
+    """``str.lower()`` of the running CPython, exactly (full Unicode case mapping, final sigma).
+
+    polars lowercases with a newer Unicode database; the few characters this interpreter does not
+    lowercase are shielded with a prefix-free private-use escape and restored afterwards. ASCII
+    rows skip the shielding: every shielded character is non-ASCII, and on ASCII both map
+    ``A-Z`` to ``a-z`` and nothing else.
+    """
+    return by_ascii(text, lambda ascii_text: ascii_text.str.to_lowercase(), _shielded_lower)
 
 
 @cache
@@ -67,6 +102,19 @@ def remove_articles(text: pl.Expr) -> pl.Expr:
 def remove_ascii_punctuation(text: pl.Expr) -> pl.Expr:
     """Delete every character of ``string.punctuation``."""
     return text.str.replace_all(f"[{ascii_punctuation_class()}]", "")
+
+
+_ASCII_FOLD_FROM = [*string.ascii_uppercase, *string.punctuation]
+_ASCII_FOLD_TO = [*string.ascii_lowercase, *[""] * len(string.punctuation)]
+
+
+def ascii_lower_remove_punctuation(text: pl.Expr) -> pl.Expr:
+    """``remove_ascii_punctuation(python_lower(text))`` for pure ASCII text, in one pass.
+
+    On ASCII, ``str.lower`` maps ``A-Z`` to ``a-z`` and changes nothing else, so both steps are a
+    per-character substitution (punctuation characters are not letters).
+    """
+    return text.str.replace_many(_ASCII_FOLD_FROM, _ASCII_FOLD_TO)
 
 
 def collapse_whitespace(text: pl.Expr) -> pl.Expr:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.text.charclasses import space_class
-from pipeline.text.normalize import squad_core
+from pipeline.text.charclasses import ASCII_SPACE_CLASS, ASCII_WORD_CLASS, space_class
+from pipeline.text.normalize import ascii_lower_remove_punctuation, by_ascii, squad_core
 
 
 def whitespace_tokens(text: pl.Expr) -> pl.Expr:
@@ -17,10 +17,50 @@ def squad_tokens(text: pl.Expr) -> pl.Expr:
     """``get_tokens`` of the official SQuAD v2 script: ``normalize_answer(s).split()``.
 
     The tokens joined by single spaces equal ``normalize_answer(s)``, so two texts have equal
-    normalizations exactly when their token lists are equal.
+    normalizations exactly when their token lists are equal. ASCII rows take
+    :func:`squad_tokens_ascii`, the others :func:`squad_tokens_unicode`.
 
     >>> import polars as pl
     >>> pl.select(squad_tokens(pl.lit("The cat, the hat."))).item().to_list()
     ['cat', 'hat']
     """
+    return by_ascii(text, squad_tokens_ascii, squad_tokens_unicode)
+
+
+def squad_tokens_unicode(text: pl.Expr) -> pl.Expr:
+    """:func:`squad_tokens` for any text, step by step as the official script does it."""
     return whitespace_tokens(squad_core(text))
+
+
+_BOUNDARY = r"(?-u:\b)"  # ASCII word boundary: Python's \b on ASCII text
+_W = ASCII_WORD_CLASS
+# A whole word other than "a", "an" and "the" (``--`` is class difference).
+_KEPT_WORD = (
+    f"{_BOUNDARY}(?:"
+    f"[{_W}--a]"  # one character
+    f"|[{_W}--a][{_W}]|a[{_W}--n]"  # two
+    f"|[{_W}--t][{_W}]{{2}}|t[{_W}--h][{_W}]|th[{_W}--e]"  # three
+    f"|[{_W}]{{4,}}"
+    f"){_BOUNDARY}"
+)
+# On ASCII text, a token of ``remove_articles(text).split()``: a maximal run of kept words and of
+# characters that are neither word characters nor whitespace.
+_ASCII_TOKEN = f"(?:[^{_W}{ASCII_SPACE_CLASS}]|{_KEPT_WORD})+"
+
+
+def squad_tokens_ascii(text: pl.Expr) -> pl.Expr:
+    """:func:`squad_tokens` for pure ASCII text, with one regex pass for articles and splitting.
+
+    On ASCII, ``str.lower`` is polars' lowercase, ``re``'s ``\\b`` is Rust's ASCII word boundary
+    and ``str.isspace`` is :data:`~pipeline.text.charclasses.ASCII_SPACE_CLASS`, and lowercasing
+    and removing punctuation keep the text ASCII. Replacing each whole word ``a``/``an``/``the``
+    by a space and splitting on whitespace leaves the maximal runs of whole non-article words and
+    of the characters that are neither word characters nor whitespace; one ``extract_all``
+    finds those runs directly (words are matched whole, from boundary to boundary, so a match
+    never starts or ends inside a word).
+
+    >>> import polars as pl
+    >>> pl.select(squad_tokens_ascii(pl.lit("A an-the\\x1fthe\\x01an, Anne"))).item().to_list()
+    ['anthe', '\\x01', 'anne']
+    """
+    return ascii_lower_remove_punctuation(text).str.extract_all(_ASCII_TOKEN)

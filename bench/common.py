@@ -1,0 +1,66 @@
+"""Shared benchmark plumbing: child-process measurement with peak memory, table printing."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import resource
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM; unlike ru_maxrss it restarts at exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(target: Callable[..., dict[str, float]], args: tuple[Any, ...], queue: Any) -> None:
+    result = target(*args)
+    result["peak_rss_mib"] = peak_rss_mib()
+    queue.put(result)
+
+
+def measure(target: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]:
+    """Run ``target(*args)`` in a fresh spawned process; its result plus ``peak_rss_mib``."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    process = ctx.Process(target=_child, args=(target, args, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    return result
+
+
+def random_texts(rng: np.random.Generator, vocab: np.ndarray, n: int, lo: int, hi: int
+                 ) -> list[str]:
+    """``n`` texts of ``lo..hi`` words drawn from ``vocab`` (data generation, not measured)."""
+    lengths = rng.integers(lo, hi + 1, size=n)
+    flat = vocab[rng.integers(0, len(vocab), size=int(lengths.sum()))].tolist()
+    out, start = [], 0
+    for length in lengths.tolist():
+        out.append(" ".join(flat[start:start + length]))
+        start += length
+    return out
+
+
+def print_table(rows: list[tuple[str, int, dict[str, float]]]) -> None:
+    """One line per (label, rows, measurement): rows/s, seconds and peak memory."""
+    print(f"{'implementation':<44}{'rows':>10}{'rows/s':>12}{'seconds':>10}{'peak RSS MiB':>14}")
+    for label, n, result in rows:
+        rate = n / result["seconds"]
+        print(f"{label:<44}{n:>10,}{rate:>12,.0f}{result['seconds']:>10.2f}"
+              f"{result['peak_rss_mib']:>14.0f}")
+
+
+def check_agree(label: str, ours: float, reference: float, rel: float = 1e-9) -> None:
+    """Stop the benchmark when two checksums differ: a fast wrong answer is worthless."""
+    if abs(ours - reference) > rel * max(1.0, abs(reference)):
+        raise SystemExit(f"{label}: implementations disagree: {ours!r} vs {reference!r}")

@@ -1,0 +1,1 @@
+"""Package data: the stopword list and synonym groups used by the keyword metrics."""

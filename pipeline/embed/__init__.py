@@ -1,0 +1,52 @@
+"""Sentence embeddings for the semantic and grounding metrics: backends and an on-disk cache.
+
+Build a backend from the configuration spec with :func:`backend_from_spec` and wrap it in a
+:class:`CachedEmbedder`; metrics only ever call :meth:`CachedEmbedder.embed`.
+
+>>> import polars as pl
+>>> embedder = CachedEmbedder(backend_from_spec("hashed"), EmbeddingCache(None))
+>>> embedder.embed(pl.Series(["a b", "a b", None])).shape
+(3, 512)
+>>> (embedder.last.unique, embedder.last.encoded)
+(1, 1)
+"""
+
+import functools
+from pathlib import Path
+
+from pipeline.embed.backends import (
+    EmbeddingBackend,
+    EmbeddingBackendError,
+    HashedNgramBackend,
+    MiniLMOnnxBackend,
+    SentenceTransformersBackend,
+    backend_from_spec,
+)
+from pipeline.embed.cache import CachedEmbedder, EmbeddingCache, EmbedStats
+
+__all__ = [
+    "CachedEmbedder",
+    "make_embedder",
+    "EmbedStats",
+    "EmbeddingBackend",
+    "EmbeddingBackendError",
+    "EmbeddingCache",
+    "HashedNgramBackend",
+    "MiniLMOnnxBackend",
+    "SentenceTransformersBackend",
+    "backend_from_spec",
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_backend(spec: str, batch_size: int) -> EmbeddingBackend:
+    """One backend per (spec, batch size) and process: a model loads once per worker."""
+    return backend_from_spec(spec, batch_size=batch_size)
+
+
+def make_embedder(spec: str, *, cache_dir: Path | None, batch_size: int = 64) -> CachedEmbedder:
+    """The embedder a run uses: the backend named by ``spec`` behind the cache in ``cache_dir``.
+
+    The backend is shared by every embedder of the process (model files load lazily, once).
+    """
+    return CachedEmbedder(_shared_backend(spec, batch_size), EmbeddingCache(cache_dir))

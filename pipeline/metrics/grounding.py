@@ -1,0 +1,138 @@
+"""Grounding: how many response sentences are supported by the passage they cite.
+
+Sentences come from :func:`pipeline.text.sentences.split_sentences` on the raw response (markers
+kept). A sentence is **supported** when all of these hold:
+
+1. it cites exactly one passage: the distinct numbers in its ``[n]`` markers
+   (:func:`pipeline.metrics.citation.parse_citation_markers`) are one number ``n`` with
+   ``1 <= n <= len(contexts)``; ``[1][2]``, ``[1, 2]``, no marker, or a number outside the
+   contexts make it unsupported (``[1][1]`` cites one passage);
+2. it is not an abstention: it does not contain an abstention phrase, both folded as in
+   :func:`pipeline.metrics.abstention.fold`;
+3. ``cosine(embed(claim), embed(contexts[n - 1])) >= tau_sim``, where the claim is the
+   sentence with its markers removed and surrounding whitespace stripped
+   (``"Paris is big [1]."`` -> ``"Paris is big ."``).
+
+:func:`grounding_counts` emits the sufficient statistics ``n_sentences`` and ``n_supported``;
+:func:`overlap` and :func:`faithfulness` are expressions over them. A row with a null or empty
+response has 0 sentences; null ``contexts`` support nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import polars as pl
+
+from pipeline.config import DEFAULT_ABSTENTION_PHRASES, DEFAULT_TAU_SIM
+from pipeline.metrics.abstention import fold, fold_phrases
+from pipeline.metrics.citation import parse_citation_markers, strip_citation_markers
+from pipeline.metrics.common import safe_div
+from pipeline.text.sentences import split_sentences
+
+
+class Embedder(Protocol):
+    """What grounding needs from :class:`pipeline.embed.CachedEmbedder`."""
+
+    def embed(self, texts: pl.Series) -> np.ndarray: ...
+
+
+def grounding_counts(
+    frame: pl.DataFrame,
+    embedder: Embedder,
+    *,
+    tau_sim: float = DEFAULT_TAU_SIM,
+    abstention_phrases: Sequence[str] = DEFAULT_ABSTENTION_PHRASES,
+) -> pl.DataFrame:
+    """``n_sentences`` and ``n_supported`` (Int64, never null) for each row of ``frame``.
+
+    ``frame`` needs ``response`` (String) and ``contexts`` (List[String], may be null); the
+    result has one row per input row, in order. Only eligible sentences (rules 1 and 2) and the
+    passages they cite are embedded, in one deduplicated call.
+
+    >>> from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend
+    >>> embedder = CachedEmbedder(HashedNgramBackend(), EmbeddingCache(None))
+    >>> frame = pl.DataFrame({"response": ["Paris is in France [1]. I don't know [1]."],
+    ...                       "contexts": [["Paris is in France."]]})
+    >>> grounding_counts(frame, embedder).row(0)
+    (2, 1)
+    """
+    rows = frame.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        split_sentences(pl.col("response")).alias("sentence"),
+        pl.col("contexts").list.len().fill_null(0).cast(pl.Int64).alias("n_contexts"),
+    )
+    sentences = rows.explode("sentence").drop_nulls("sentence")
+    cited = parse_citation_markers(pl.col("sentence"))
+    number = cited.list.first()
+    folded = fold_phrases(abstention_phrases)
+    eligible = sentences.filter(
+        (cited.list.len() == 1)
+        & number.is_between(1, pl.col("n_contexts"))
+        & ~fold(pl.col("sentence")).str.contains_any(folded)
+    ).select(
+        "_row",
+        number.alias("_passage"),
+        strip_citation_markers(pl.col("sentence")).str.strip_chars().alias("claim"),
+    )
+    passages = (
+        frame.select(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+            pl.col("contexts").alias("passage"),
+        )
+        .join(eligible.select("_row", "_passage").unique(), on="_row", how="semi")
+        .with_columns(pl.int_ranges(1, pl.col("passage").list.len() + 1).alias("_passage"))
+        .explode("passage", "_passage")
+    )
+    pairs = eligible.join(passages, on=["_row", "_passage"], how="left", maintain_order="left")
+
+    supported = _supported(pairs, embedder, tau_sim)
+    n_supported = pairs.filter(supported).group_by("_row").len("n_supported")
+    return (
+        rows.join(n_supported, on="_row", how="left", maintain_order="left")
+        .select(
+            pl.col("sentence").list.len().fill_null(0).cast(pl.Int64).alias("n_sentences"),
+            pl.col("n_supported").fill_null(0).cast(pl.Int64),
+        )
+    )
+
+
+def _supported(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float) -> pl.Series:
+    """``cosine(claim, passage) >= tau_sim`` per pair; False where the passage is null."""
+    n = pairs.height
+    present = pairs["passage"].is_not_null().to_numpy()
+    vectors = embedder.embed(pl.concat([pairs["claim"].filter(present),
+                                        pairs["passage"].filter(present)]))
+    m = int(present.sum())
+    cosine = np.einsum("ij,ij->i", vectors[:m].astype(np.float64), vectors[m:].astype(np.float64))
+    supported = np.zeros(n, dtype=bool)
+    supported[present] = cosine >= tau_sim
+    return pl.Series("supported", supported)
+
+
+def overlap(n_supported: pl.Expr, n_sentences: pl.Expr) -> pl.Expr:
+    """Share of supported sentences, ``n_supported / n_sentences``; 0.0 with no sentences.
+
+    >>> pl.select(overlap(pl.lit(1), pl.lit(4)), overlap(pl.lit(0), pl.lit(0)).alias("e")).row(0)
+    (0.25, 0.0)
+    """
+    return safe_div(n_supported, n_sentences, empty=0.0)
+
+
+def faithfulness(overlap: pl.Expr, abstained: pl.Expr, answerable: pl.Expr) -> pl.Expr:
+    """0.0 when the response abstains (``abstained == 1``) although the question is answerable,
+    else ``min(1, 0.6 + 0.4 * overlap)``. A null ``overlap`` gives null.
+
+    >>> pl.select(faithfulness(pl.lit(0.5), pl.lit(0), pl.lit(True))).item()
+    0.8
+    >>> pl.select(faithfulness(pl.lit(0.5), pl.lit(1), pl.lit(True))).item()
+    0.0
+    """
+    refuses = (abstained.cast(pl.Int8) == 1) & answerable
+    return (
+        pl.when(refuses.fill_null(False))
+        .then(pl.lit(0.0, dtype=pl.Float64))
+        .otherwise((0.6 + 0.4 * overlap.cast(pl.Float64)).clip(upper_bound=1.0))
+    )

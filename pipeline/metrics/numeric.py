@@ -1,0 +1,107 @@
+"""Numeric accuracy: the share of the reference's numbers that the response also states.
+
+:func:`numbers` extracts the distinct numbers of a text in a canonical spelling;
+:func:`numeric_accuracy` compares the sets. All of it is regex and list expressions.
+
+What counts as a number (ASCII digits ``0-9`` only):
+
+* A run of digits that starts a word: it is not preceded by a letter, digit or underscore.
+  Digits glued after letters are part of an identifier and are *not* numbers ("covid19",
+  "h2o", "mp3", "B12"); digits followed by letters *are* ("10km" -> 10, "3rd" -> 3,
+  "1990s" -> 1990). A hyphen splits words, so "covid-19" has the number 19.
+* An optional decimal part ``.digits`` ("3.5"), or a leading-dot decimal ".5" (= 0.5) when the
+  dot itself starts a word. A comma is never a decimal mark; "1.2.3" gives 1.2 and 3.
+* Thousands separators: commas between well-formed groups (1-3 digits, then groups of exactly
+  3) are removed, "1,234,567.5" = 1234567.5. Any other comma separates numbers:
+  "1,2345" -> 1 and 2345, "3,5" -> 3 and 5. Spaces never group digits ("1 234" is 1 and 234).
+* Sign: a dash (``-`` U+2010-U+2014 U+2212 U+FE63 U+FF0D) or ``+`` directly before the digits
+  (or before ".5") is a sign only when it starts a word, i.e. follows the start of the text,
+  whitespace or punctuation: "-5", "(−5)", "a −5" are -5 and "+5" is 5. After a letter or
+  digit it is a separator: "2010-2015" is 2010 and 2015, "17-year" is 17, "x-5" is 5,
+  "1+2" is 1 and 2. "--5" keeps the second dash as the sign.
+* Percent: ``%``, ``％``, ``﹪``, "percent", "per cent" (any case, optional spaces) after
+  the digits mark a percentage: "45%" = "45 %" = "45 percent" = "45 Per Cent". A percentage is
+  a different value from the bare number: "45" in the reference needs a bare 45 in the
+  response and "45%" needs a percentage (no conversion to 0.45; "45 percentage points" is a
+  bare 45). In "5-10%" only 10 is a percentage.
+* No exponents or number words: "1e6" is 1, "1.5 million" is 1.5, "five" is not a number.
+
+Canonical spelling: "-" for the sign, no "+", no leading zeros ("007" = 7), no trailing zeros
+in the fraction and no empty fraction ("3.50" = 3.5, "3.0" = 3), "-0" = 0, then "%" for a
+percentage. Two numbers are equal when their canonical spellings are equal.
+
+Score: ``|numbers(reference) ∩ numbers(response)| / |numbers(reference)|`` over distinct
+numbers, 1.0 when the reference has no number (nothing to get wrong), null when either text is
+null.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.metrics.common import safe_div
+
+_DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"
+_PERCENT = r"(?i)([0-9])\s*(?:[%\uff05\ufe6a]|per\s*cent\b)"
+# A sign directly before the digits (or ".5") when the character before it is not a word
+# character; ``\B`` before a non-word character means exactly that (no look-behind needed).
+# A plus sign becomes a space, so a dash before it ("-+5") is not taken for the sign.
+_MINUS = rf"\B[{_DASHES}](\.?[0-9])"
+_PLUS = r"\B\+(\.?[0-9])"
+_RAW = r"(?:\B-)?(?:\b[0-9]+(?:,[0-9]+)*(?:\.[0-9]+)?|\B\.[0-9]+)%?"
+_WELL_FORMED = r"^-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?%?$"
+
+
+def _canonical(number: pl.Expr) -> pl.Expr:
+    """Canonical spelling of one extracted number (``-?digits(.digits)?%?``)."""
+    return (
+        number.str.replace(r"^(-?)\.", "${1}0.")
+        .str.replace(r"^(-?)0+([0-9])", "${1}${2}")
+        .str.replace(r"(\.[0-9]*?)0+(%?)$", "${1}${2}")
+        .str.replace(r"\.(%?)$", "${1}")
+        .str.replace(r"^-0(%?)$", "0${1}")
+    )
+
+
+def numbers(text: pl.Expr) -> pl.Expr:
+    """Distinct numbers of a text in canonical spelling (``List[String]``, first-seen order).
+
+    >>> import polars as pl
+    >>> text = pl.lit("From 1,200.50 to −3.0 (45 per cent) in 2010-2015")
+    >>> pl.select(numbers(text)).item().to_list()
+    ['1200.5', '-3', '45%', '2010', '2015']
+    """
+    marked = (
+        text.str.replace_all(_PERCENT, "${1}%")
+        .str.replace_all(_MINUS, "-${1}")
+        .str.replace_all(_PLUS, " ${1}")
+    )
+    element = pl.element()
+    # Well-formed thousands groups lose their commas; other commas split the token in pieces.
+    split_commas = (
+        pl.when(element.str.contains(_WELL_FORMED))
+        .then(element.str.replace_all(",", "", literal=True))
+        .otherwise(element.str.replace_all(",", " ", literal=True))
+    )
+    pieces = marked.str.extract_all(_RAW).list.eval(split_commas).list.join(" ")
+    return (
+        pieces.str.extract_all(r"\S+")
+        .list.eval(_canonical(element))
+        .list.unique(maintain_order=True)
+    )
+
+
+def numeric_accuracy(response: pl.Expr, reference: pl.Expr) -> pl.Expr:
+    """Share of the reference's distinct numbers that occur in the response (Float64 in [0, 1]).
+
+    Takes the texts; see the module docstring for what counts as the same number. 1.0 when
+    the reference has no number.
+
+    >>> import polars as pl
+    >>> response, reference = pl.lit("It rose 45 percent to 1,234."), pl.lit("1234 (+45%), 3.0")
+    >>> pl.select(numeric_accuracy(response, reference)).item()
+    0.6666666666666666
+    """
+    expected = numbers(reference)
+    found = expected.list.set_intersection(numbers(response))
+    return safe_div(found.list.len(), expected.list.len(), empty=1.0)

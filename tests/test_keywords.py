@@ -1,0 +1,209 @@
+"""Keyword metrics: golden rows, data-file loaders, and a pure-Python oracle."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+import simplemma
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.metrics import keywords as kw
+from pipeline.metrics.keywords import (
+    content_coverage,
+    keyword_overlap,
+    keywords,
+    load_stopwords,
+    load_synonyms,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+STOP = load_stopwords()
+SYNONYMS = load_synonyms()
+
+
+# --- oracle: the module docstring's steps, one text at a time, simplemma called directly -----
+def oracle_keywords(text: str, stop: frozenset[str] = STOP) -> list[str]:
+    lemmas = []
+    for word in re.findall(r"[^\W_]+(?:'[^\W_]+)*", text.lower().replace("\u2019", "'")):
+        word = re.sub(r"'s$", "", word)
+        lemma = simplemma.lemmatize(word, lang="en").lower()
+        if word not in stop and lemma not in stop:
+            lemmas.append(lemma)
+    return list(dict.fromkeys(lemmas))
+
+
+def oracle_coverage(response: str, reference: str, synonyms: dict[str, str]) -> float:
+    expected = {synonyms.get(k, k) for k in oracle_keywords(reference)}
+    found = {synonyms.get(k, k) for k in oracle_keywords(response)}
+    return len(expected & found) / len(expected) if expected else 1.0
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def frame(**columns: list[str | None]) -> pl.DataFrame:
+    return pl.DataFrame(columns, schema=dict.fromkeys(columns, pl.String))
+
+
+def coverage(responses, references, synonyms=None) -> list[float | None]:
+    out = frame(response=responses, reference=references).select(
+        content_coverage(keywords(pl.col("response")), keywords(pl.col("reference")), synonyms)
+    )
+    return out.to_series().to_list()
+
+
+def read_jsonl(name: str) -> list[dict]:
+    return [json.loads(line) for line in (GOLDEN / name).read_text("utf-8").splitlines()]
+
+
+# --- golden rows -----------------------------------------------------------------------------
+def test_golden_keywords():
+    rows = read_jsonl("keywords_extraction.jsonl")
+    out = frame(text=[r["text"] for r in rows]).select(keywords(pl.col("text"))).to_series()
+    for row, found in zip(rows, out, strict=True):
+        assert found.to_list() == row["keywords"], row["note"]
+        assert oracle_keywords(row["text"]) == row["keywords"], row["note"]
+
+
+def test_golden_coverage():
+    rows = read_jsonl("keywords_coverage.jsonl")
+    for synonyms, groups in (("packaged", None), ("none", {})):
+        chosen = [r for r in rows if r["synonyms"] == synonyms]
+        scores = coverage([r["response"] for r in chosen], [r["reference"] for r in chosen], groups)
+        oracle_groups = SYNONYMS if groups is None else groups
+        for row, value in zip(chosen, scores, strict=True):
+            assert value == pytest.approx(row["score"], abs=1e-15), row["note"]
+            assert oracle_coverage(row["response"], row["reference"], oracle_groups) == (
+                pytest.approx(row["score"])
+            ), row["note"]
+
+
+@pytest.mark.parametrize(
+    ("question", "response", "expected"),
+    [
+        ("Who discovered penicillin?", "Alexander Fleming discovered penicillin in 1928.", 1.0),
+        ("Who discovered penicillin?", "Fleming, in 1928.", 0.0),
+        ("Which car did she buy?", "She purchased an automobile.", 1.0),
+        ("What is it?", "", 1.0),
+    ],
+)
+def test_keyword_overlap(question, response, expected):
+    out = frame(q=[question], r=[response]).select(
+        keyword_overlap(keywords(pl.col("q")), keywords(pl.col("r")))
+    )
+    assert out.item() == expected
+
+
+def test_nulls_propagate():
+    assert coverage([None, "car"], ["car", None]) == [None, None]
+    assert frame(t=[None]).select(keywords(pl.col("t"))).item() is None
+
+
+def test_custom_stopwords_replace_the_packaged_list():
+    out = frame(t=["the car"]).select(keywords(pl.col("t"), stopwords=frozenset({"car"})))
+    assert out.item().to_list() == ["the"]
+
+
+def test_lemmatizer_runs_once_per_distinct_word(monkeypatch):
+    calls: list[str] = []
+    real = simplemma.lemmatize
+
+    def counting(word: str, lang: str) -> str:
+        calls.append(word)
+        return real(word, lang=lang)
+
+    monkeypatch.setattr(kw, "_LEMMAS", {})
+    monkeypatch.setattr(kw.simplemma, "lemmatize", counting)
+    texts = ["zorbs glimmer", "glimmer zorbs", "zorbs"] * 1000
+    out = frame(t=texts).select(keywords(pl.col("t"))).to_series()
+    assert sorted(calls) == ["glimmer", "zorbs"]
+    assert out[1].to_list() == ["glimmer", "zorb"]
+    frame(t=texts).select(keywords(pl.col("t")))  # cached: no new call
+    assert len(calls) == 2
+
+
+# --- data files ------------------------------------------------------------------------------
+def test_packaged_data_files():
+    assert 150 <= len(STOP) <= 250
+    assert {"the", "is", "don't", "of"} <= STOP
+    groups = set(SYNONYMS.values())
+    assert len(groups) >= 60
+    assert not set(SYNONYMS) & STOP  # a stopword could never be matched
+    assert all(SYNONYMS[c] == c for c in groups)  # canonical is a member, the smallest
+    assert SYNONYMS["physician"] == "doctor" and SYNONYMS["purchase"] == "buy"
+
+
+def test_custom_files(tmp_path):
+    stop = tmp_path / "stop.txt"
+    stop.write_text("# comment\nThe   \n\nof # trailing comment\n", encoding="utf-8")
+    assert load_stopwords(stop) == frozenset({"the", "of"})
+    synonyms = tmp_path / "syn.tsv"
+    synonyms.write_text("# groups\nZebra,\tHorses\ncouch\tsofa, settee\n", encoding="utf-8")
+    assert load_synonyms(synonyms) == {
+        "horse": "horse",
+        "zebra": "horse",
+        "couch": "couch",
+        "sofa": "couch",
+        "settee": "couch",
+    }
+    groups = load_synonyms(synonyms)
+    assert coverage(["a zebra"], ["horses"], groups) == [1.0]
+    assert coverage(["a zebra"], ["horses"], {}) == [0.0]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("car automobile\n", r"line 1: 'car automobile' is not a single word"),
+        ("big, large\n# c\nlarge, huge\n", r"line 3: 'large' is already in the group of line 1"),
+        ("car\n", r"line 1: a synonym group needs two words"),
+        ("cars, car\n", r"line 1: a synonym group needs two words"),
+        ("big, large\nbigger, larger\n", r"line 2: 'large' is already"),
+        ("ok, fine\nnew-york, nyc\n", r"line 2: 'new-york' is not a single word"),
+    ],
+)
+def test_malformed_synonyms_name_file_and_line(tmp_path, content, message):
+    path = tmp_path / "bad_synonyms.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"bad_synonyms\.tsv, {message}"):
+        load_synonyms(path)
+
+
+def test_malformed_stopwords_name_file_and_line(tmp_path):
+    path = tmp_path / "bad_stop.txt"
+    path.write_text("the\nof the\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad_stop\.txt, line 2: 'of the' is not a single word"):
+        load_stopwords(path)
+
+
+# --- properties ------------------------------------------------------------------------------
+# fmt: off
+VOCABULARY = [
+    "The", "the", "cars", "car", "automobile", "bought", "purchase", "doctor's", "physicians",
+    "isn't", "Don’t", "it's", "state-of-the-art", "running", "ran", "1990", "5G", "café",
+    "O'Brien", "ones", "was", "big", "LARGE", "children", "snake_case", "'quoted'", "x-ray",
+]
+# fmt: on
+SEPARATORS = [" ", ", ", ". ", "-", "\n", "! ", "'", ""]
+texts = st.lists(
+    st.tuples(st.sampled_from(VOCABULARY), st.sampled_from(SEPARATORS)), max_size=8
+).map(lambda parts: "".join(word + sep for word, sep in parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(texts, texts), min_size=1, max_size=8))
+def test_equals_oracle(pairs):
+    responses, references = [p[0] for p in pairs], [p[1] for p in pairs]
+    found = frame(t=references).select(keywords(pl.col("t"))).to_series()
+    assert [k.to_list() for k in found] == [oracle_keywords(t) for t in references]
+    expected = [oracle_coverage(r, g, SYNONYMS) for r, g in pairs]
+    assert coverage(responses, references) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=8))
+def test_identity_scores_one(batch):
+    assert coverage(batch, batch) == [1.0] * len(batch)
