@@ -35,6 +35,8 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_answer_metrics.py
+	$(BIN)/python bench/bench_lexical.py
+	$(BIN)/python bench/bench_embeddings.py
 
 sample: $(STAMP)
 	$(BIN)/python data/generate_sample.py --out $(SAMPLE)

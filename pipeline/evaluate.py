@@ -133,13 +133,13 @@ def evaluate(
     specs = resolve_metrics(config.metrics)
     validated = load_inputs(list(inputs), list(pairs), config)
     records = validated.records
-    inputs = prepare_inputs(records, config, specs)
+    shared = prepare_inputs(records, config, specs)
     log.info(
         "read %d rows: %d valid, %d rejected; scoring %d metrics",
         validated.n_read, records.height, validated.rejected.height, len(specs),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_scores(records, inputs, specs, out_dir / SCORES_FILE, batch_rows, on_batch)
+    _write_scores(records, shared, specs, out_dir / SCORES_FILE, batch_rows, on_batch)
     write_parquet_atomic(validated.rejected, out_dir / REJECTED_FILE)
     if build_db:
         from pipeline.views import build_views

@@ -569,3 +569,33 @@ def test_citation_averages_match_oracle(property_dir: Path, rows: list[Any]) -> 
         macro = tuple(math.fsum(r[k] for r in per_row) / len(per_row) for k in range(3))
         assert (row["citation_precision_macro"], row["citation_recall_macro"],
                 row["citation_f1_macro"]) == pytest.approx(macro, abs=1e-12)
+
+
+def test_grounding_rouge_and_paired_aggregates(tmp_path: Path) -> None:
+    grounded = scores_frame().with_columns(
+        pl.Series("overlap", [1.0, 0.5, 1.0, None, None, None, None, None]),
+        pl.Series("faithfulness", [1.0, 0.8, 1.0, None, None, None, None, None]),
+        pl.Series("n_sentences", [2, 2, 1, None, None, None, None, None], dtype=pl.Int64),
+        pl.Series("n_supported", [2, 1, 1, None, None, None, None, None], dtype=pl.Int64),
+        pl.Series("rouge_1_overlap", [2, 0, None, None, None, None, None, None], dtype=pl.Int64),
+        pl.Series("rouge_1_pred", [4, 3, None, None, None, None, None, None], dtype=pl.Int64),
+        pl.Series("rouge_1_ref", [2, 1, None, None, None, None, None, None], dtype=pl.Int64),
+    )
+    write_outputs(tmp_path, grounded)
+    a = rows_by(run_query(tmp_path, "select * from by_model"), "model")["A"]
+    assert a["overlap"] == pytest.approx(2.5 / 3)
+    assert a["faithfulness"] == pytest.approx(2.8 / 3)
+    assert a["overlap_micro"] == pytest.approx(4 / 5)
+    assert a["rouge_1_micro"] == pytest.approx(0.4)  # P = 2/7, R = 2/3
+    headline = rows_by(run_query(tmp_path, "select * from headline"), "model")["A"]
+    assert headline["faithfulness"] == pytest.approx(2.8 / 3)
+    paired = rows_by(run_query(tmp_path, "select * from paired_analysis"), "model")
+    assert set(paired) == {"A", "B", "C", None}
+    row = paired["A"]
+    assert (row["n_grounded_correct"], row["n_grounded_wrong"], row["n_ungrounded_correct"],
+            row["n_ungrounded_wrong"]) == (2, 1, 0, 0)
+    assert row["share_grounded_wrong"] == pytest.approx(1 / 3)
+    assert row["mean_tokens_answered"] == pytest.approx(200.0)
+    assert row["mean_tokens_abstained"] is None  # the abstaining row has no token count
+    assert row["p50_latency_ms_abstained"] == pytest.approx(40.0)
+    assert paired["B"]["n_grounded_correct"] == 0  # no grounding scores

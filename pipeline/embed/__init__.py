@@ -26,7 +26,6 @@ from pipeline.embed.cache import CachedEmbedder, EmbeddingCache, EmbedStats
 
 __all__ = [
     "CachedEmbedder",
-    "make_embedder",
     "EmbedStats",
     "EmbeddingBackend",
     "EmbeddingBackendError",
@@ -35,10 +34,11 @@ __all__ = [
     "MiniLMOnnxBackend",
     "SentenceTransformersBackend",
     "backend_from_spec",
+    "make_embedder",
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _shared_backend(spec: str, batch_size: int) -> EmbeddingBackend:
     """One backend per (spec, batch size) and process: a model loads once per worker."""
     return backend_from_spec(spec, batch_size=batch_size)

@@ -1,33 +1,38 @@
 """Sentence BLEU identical to sacrebleu, and the "textbook" BLEU of some evaluation tools.
 
-``bleu`` reproduces ``sacrebleu.sentence_bleu(hypothesis, [reference]).score / 100`` (sacrebleu
-2.x, signature ``BLEU|nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp``): 13a tokens
+:func:`bleu` reproduces ``sacrebleu.sentence_bleu(hypothesis, [reference]).score / 100``
+(sacrebleu 2.x, ``BLEU|nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp``): 13a tokens
 (:func:`pipeline.text.tokenize_13a.tokens_13a`), clipped n-gram matches for n = 1..4
-(``BLEU._compute_segment_statistics``), and ``BLEU.compute_bleu`` with exponential smoothing and
-effective order, performing the same float operations in the same order, so the values are
-bit-identical. The only departure is the scale: sacrebleu reports 0..100, we divide by 100.
+(``BLEU._compute_segment_statistics``) and ``BLEU.compute_bleu`` with exponential smoothing and
+effective order, doing the same float operations in the same order, so the values are
+bit-identical. Two departures, both at the end: sacrebleu reports 0..100 and we divide by 100;
+and the score is clipped at 1.0, because sacrebleu's perfect score is
+``exp(log(100)) = 100.00000000000004`` (only a perfect match exceeds 1, by 4.4e-16).
 
-Conventions (from sacrebleu):
+Conventions (all from sacrebleu):
 
 * No n-gram match of any order (in particular an empty hypothesis or reference) gives 0.
 * Brevity penalty ``exp(1 - r / c)`` when ``c < r``, 0 when ``c == 0``, else 1.
 * Exponential smoothing: the k-th order with zero matches gets precision ``100 / (2**k * total)``.
 * Effective order: orders the hypothesis is too short for are left out of the geometric mean.
 
-Per-segment sufficient statistics (:func:`bleu_statistics`) are plain Int64 counts, so corpus
-BLEU is :func:`sentence_bleu` over summed statistics with ``effective_order=False``
-(``sacrebleu.corpus_bleu``'s default).
-
-Null texts give null statistics and null scores.
+The per-row sufficient statistics of :func:`bleu_statistics` are Int64 counts, so corpus BLEU is
+:func:`sentence_bleu` over summed statistics with ``effective_order=False`` (the default of
+``sacrebleu.corpus_bleu``). Clipped matches come from a numpy kernel over the whole batch
+(``pl.map_batches``): tokens get batch-local integer ids and each order needs one sort of
+(row, n-gram, side) keys. polars runs a user function once per use of its expression, so store
+the statistics as columns and score from those; :func:`bleu` and :func:`textbook_bleu` do so
+inside one batch function. Null texts give null statistics and scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
+import numpy as np
 import polars as pl
 
-from pipeline.metrics.answer import multiset_overlap
 from pipeline.text.normalize import python_lower
 from pipeline.text.tokenize import whitespace_tokens
 from pipeline.text.tokenize_13a import tokens_13a
@@ -35,14 +40,14 @@ from pipeline.text.tokenize_13a import tokens_13a
 MAX_ORDER = 4
 #: ``sacrebleu.utils.my_log(0.0)``.
 LOG_ZERO = -9999999999.0
-#: Precision that replaces a zero n-gram precision in :func:`textbook_bleu`.
+#: The precision that replaces a zero n-gram precision in :func:`textbook_bleu`.
 TEXTBOOK_FLOOR = 0.0001
-# Tokens never contain whitespace, so space-joined n-grams are unambiguous.
-_JOIN = " "
+# Integer keys stay below this bound, so products of codes never overflow int64.
+_KEY_LIMIT = 1 << 62
 
 
 def statistic_names(max_order: int = MAX_ORDER) -> list[str]:
-    """Keys of :func:`bleu_statistics`: ``matches_n``, ``totals_n`` (n = 1..max), lengths."""
+    """Keys of :func:`bleu_statistics`: ``matches_n``, ``totals_n`` (n = 1..max), the lengths."""
     orders = range(1, max_order + 1)
     return [
         *(f"matches_{n}" for n in orders),
@@ -52,35 +57,139 @@ def statistic_names(max_order: int = MAX_ORDER) -> list[str]:
     ]
 
 
-def ngrams(tokens: pl.Expr, n: int) -> pl.Expr:
-    """The n-grams of a token list, each joined by a space (``[]`` when shorter than n)."""
-    if n == 1:
-        return tokens
-    element = pl.element()
-    shifted = [element.shift(-k) for k in range(n)]
-    return tokens.list.eval(pl.concat_str(shifted, separator=_JOIN).drop_nulls())
+# --- clipped n-gram matches: numpy over the whole batch -------------------------------------
+
+
+def _token_ids(hyp: pl.Series, ref: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
+    """Integer ids of the tokens of both sides (equal strings, equal ids), hypotheses first.
+
+    Returns the flat ids, the lengths of the ``2 * rows`` token lists (0 for null) and an upper
+    bound of the ids.
+    """
+    both = pl.concat([hyp.cast(pl.List(pl.String)), ref.cast(pl.List(pl.String))])
+    lengths = both.list.len().fill_null(0).cast(pl.Int64).to_numpy()
+    values = both.explode(empty_as_null=False, keep_nulls=False)
+    if values.null_count() or len(values) != int(lengths.sum()):
+        raise ValueError("token lists must not contain null tokens")
+    # A fresh categories object per batch: exact string equality, ids dense in the batch.
+    ids = values.cast(pl.Categorical(pl.Categories.random())).to_physical().to_numpy()
+    return ids.astype(np.int64), lengths, int(ids.max()) + 1 if len(ids) else 1
+
+
+def _densify(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    uniques, inverse = np.unique(codes, return_inverse=True)
+    return inverse.astype(np.int64), max(len(uniques), 1)
+
+
+def _ngram_codes(
+    ids: np.ndarray, lengths: np.ndarray, bound: int, n: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Integer codes of every n-gram (equal n-grams, equal codes), their list index, code bound."""
+    lists = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    starts_here = np.ones(len(ids), dtype=bool)  # an n-gram starts before the last n-1 tokens
+    ends = np.cumsum(lengths)
+    for k in range(1, n):
+        starts_here[ends[lengths >= k] - k] = False
+    first = np.flatnonzero(starts_here)
+    codes, card = ids[first], bound
+    for k in range(1, n):  # mixed radix ``bound``, renumbered densely when it grows too large
+        if card * bound >= _KEY_LIMIT:
+            codes, card = _densify(codes)
+        codes, card = codes * bound + ids[first + k], card * bound
+    return codes, lists[first], card
+
+
+def _clipped(codes: np.ndarray, lists: np.ndarray, card: int, rows: int) -> np.ndarray:
+    """``sum(min(hyp_count, ref_count))`` per row, from one sort of (row, n-gram, side) keys."""
+    if 2 * rows * card >= _KEY_LIMIT:
+        codes, card = _densify(codes)
+    side = lists >= rows
+    ordered = np.sort(((lists - rows * side) * card + codes) * 2 + side)
+    if not len(ordered):
+        return np.zeros(rows, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    counts = np.diff(np.append(starts, len(ordered)))
+    gram = ordered[starts] >> 1
+    # A hypothesis run followed by a reference run of the same (row, n-gram) is a match.
+    paired = np.flatnonzero(gram[1:] == gram[:-1])
+    clipped = np.minimum(counts[paired], counts[paired + 1])
+    return np.bincount(gram[paired] // card, weights=clipped, minlength=rows).astype(np.int64)
+
+
+def _broadcast(series: Sequence[pl.Series]) -> tuple[pl.Series, pl.Series]:
+    """The two input columns at one length (a literal arrives as a single row)."""
+    hyp, ref = series
+    if len(hyp) == 1 and len(ref) != 1:
+        hyp = hyp.new_from_index(0, len(ref))
+    elif len(ref) == 1 and len(hyp) != 1:
+        ref = ref.new_from_index(0, len(hyp))
+    if len(hyp) != len(ref):
+        raise ValueError(f"input columns differ in length: {len(hyp)} != {len(ref)}")
+    return hyp, ref
+
+
+def _match_counts(hyp: pl.Series, ref: pl.Series, orders: Sequence[int]) -> dict[str, pl.Series]:
+    """``matches_n`` (Int64, null where a side is null) for each n of ``orders``."""
+    rows = len(hyp)
+    ids, lengths, bound = _token_ids(hyp, ref)
+    missing = np.flatnonzero((hyp.is_null() | ref.is_null()).to_numpy())
+    out = {}
+    for n in orders:
+        counts = pl.Series(_clipped(*_ngram_codes(ids, lengths, bound, n), rows), dtype=pl.Int64)
+        out[f"matches_{n}"] = counts.scatter(missing, None) if len(missing) else counts
+    return out
+
+
+def _matches_batch(series: Sequence[pl.Series], n: int) -> pl.Series:
+    return _match_counts(*_broadcast(series), [n])[f"matches_{n}"]
+
+
+# --- statistics and scores -------------------------------------------------------------------
+
+
+def _lengths_and_totals(
+    hyp_tokens: pl.Expr, ref_tokens: pl.Expr, max_order: int
+) -> dict[str, pl.Expr]:
+    hyp_len = hyp_tokens.list.len().cast(pl.Int64)
+    totals = {
+        f"totals_{n}": (hyp_len - (n - 1)).clip(lower_bound=0) for n in range(1, max_order + 1)
+    }
+    return {**totals, "hyp_len": hyp_len, "ref_len": ref_tokens.list.len().cast(pl.Int64)}
 
 
 def bleu_statistics(
     hyp_tokens: pl.Expr, ref_tokens: pl.Expr, max_order: int = MAX_ORDER
 ) -> dict[str, pl.Expr]:
-    """Sufficient statistics of BLEU for one hypothesis and one reference (Int64 each).
+    """Sufficient statistics of BLEU for one hypothesis and one reference (Int64 expressions).
 
-    ``matches_n`` is the clipped n-gram match count ``sum(min(hyp_count, ref_count))``,
-    ``totals_n = max(hyp_len - n + 1, 0)``; keys as in :func:`statistic_names`.
+    ``matches_n`` is the clipped match count ``sum(min(hyp_count, ref_count))`` over n-grams,
+    ``totals_n = max(hyp_len - n + 1, 0)``; keys as in :func:`statistic_names`. Each
+    ``matches_n`` runs a numpy kernel: store the statistics as columns before scoring.
 
     >>> import polars as pl
     >>> frame = pl.DataFrame({"h": [["a", "a", "b"]], "r": [["a", "b", "a"]]})
-    >>> stats = bleu_statistics(pl.col("h"), pl.col("r"), max_order=2)
-    >>> frame.select(**stats).row(0)
+    >>> frame.select(**bleu_statistics(pl.col("h"), pl.col("r"), max_order=2)).row(0)
     (3, 1, 3, 2, 3, 3)
     """
-    hyp_len = hyp_tokens.list.len().cast(pl.Int64)
-    stats = {"hyp_len": hyp_len, "ref_len": ref_tokens.list.len().cast(pl.Int64)}
-    for n in range(1, max_order + 1):
-        stats[f"matches_{n}"] = multiset_overlap(ngrams(hyp_tokens, n), ngrams(ref_tokens, n))
-        stats[f"totals_{n}"] = pl.max_horizontal(hyp_len - (n - 1), pl.lit(0, dtype=pl.Int64))
+    matches = {
+        f"matches_{n}": pl.map_batches(
+            [hyp_tokens, ref_tokens],
+            partial(_matches_batch, n=n),
+            return_dtype=pl.Int64,
+            is_elementwise=True,
+        )
+        for n in range(1, max_order + 1)
+    }
+    stats = {**matches, **_lengths_and_totals(hyp_tokens, ref_tokens, max_order)}
     return {name: stats[name] for name in statistic_names(max_order)}
+
+
+def _statistics_frame(hyp_tokens: pl.Series, ref_tokens: pl.Series) -> pl.DataFrame:
+    """:func:`bleu_statistics` of two token columns, with one kernel call for all orders."""
+    frame = pl.DataFrame({"hyp": hyp_tokens, "ref": ref_tokens})
+    matches = _match_counts(frame["hyp"], frame["ref"], range(1, MAX_ORDER + 1))
+    stats = frame.select(**_lengths_and_totals(pl.col("hyp"), pl.col("ref"), MAX_ORDER))
+    return stats.with_columns(**matches).select(statistic_names())
 
 
 def _order(stats: Mapping[str, pl.Expr]) -> int:
@@ -117,10 +226,10 @@ def _my_log(value: pl.Expr) -> pl.Expr:
 
 
 def sentence_bleu(stats: Mapping[str, pl.Expr], *, effective_order: bool = True) -> pl.Expr:
-    """``BLEU.compute_bleu(..., smooth_method="exp").score / 100`` from sufficient statistics.
+    """``BLEU.compute_bleu(..., smooth_method="exp").score / 100``, at most 1.0, from statistics.
 
-    ``stats`` maps the names of :func:`statistic_names` to expressions (those of
-    :func:`bleu_statistics`, their columns, or their sums for corpus BLEU).
+    ``stats`` maps the names of :func:`statistic_names` to columns (those of
+    :func:`bleu_statistics`) or to their sums for corpus BLEU.
 
     >>> import polars as pl
     >>> counts = [5, 3, 1, 0, 6, 5, 4, 3, 6, 6]
@@ -131,7 +240,7 @@ def sentence_bleu(stats: Mapping[str, pl.Expr], *, effective_order: bool = True)
     order = _order(stats)
     float_of = {name: expr.cast(pl.Float64) for name, expr in stats.items()}
     nothing_reached = float_of["totals_1"] == 0.0  # the effective order stays at max_order
-    reached = pl.lit(True)  # every order up to n has n-grams: the loop has not stopped
+    reached = pl.lit(True)  # every order up to n has n-grams: compute_bleu's loop goes on
     halvings = pl.lit(0.0)  # log2 of ``smooth_mteval``
     eff_order = pl.lit(0.0)
     log_sum = pl.lit(0.0)
@@ -157,17 +266,62 @@ def sentence_bleu(stats: Mapping[str, pl.Expr], *, effective_order: bool = True)
     bp = brevity_penalty(stats["hyp_len"], stats["ref_len"])
     no_match = pl.all_horizontal([float_of[f"matches_{n}"] == 0.0 for n in range(1, order + 1)])
     score = pl.when(no_match).then(pl.lit(0.0)).otherwise(bp * (log_sum / eff_order).exp())
-    return divide_exactly(score, 100.0)
+    return divide_exactly(score, 100.0).clip(upper_bound=1.0)
+
+
+def textbook_from_statistics(stats: Mapping[str, pl.Expr]) -> pl.Expr:
+    """The score of :func:`textbook_bleu` from :func:`bleu_statistics` of lowercased tokens."""
+    log_sum: pl.Expr = pl.lit(0.0)
+    for n in range(1, MAX_ORDER + 1):
+        matched, total = stats[f"matches_{n}"], stats[f"totals_{n}"]
+        precision = matched.cast(pl.Float64) / total.cast(pl.Float64)
+        floored = pl.when(matched == 0).then(pl.lit(TEXTBOOK_FLOOR)).otherwise(precision)
+        term = pl.lit(1.0 / MAX_ORDER) * floored.log()
+        log_sum = log_sum + term if n > 1 else term
+    score = brevity_penalty(stats["hyp_len"], stats["ref_len"]) * log_sum.exp()
+    return pl.when(stats["hyp_len"] == 0).then(pl.lit(0.0)).otherwise(score)
+
+
+# --- from texts, each step computed once -----------------------------------------------------
+
+
+def _score_batch(
+    series: Sequence[pl.Series],
+    tokenize: Callable[[pl.Expr], pl.Expr],
+    score: Callable[[Mapping[str, pl.Expr]], pl.Expr],
+) -> pl.Series:
+    """Tokens, statistics and score of one batch, each materialized once."""
+    hyp, ref = _broadcast(series)
+    texts = pl.DataFrame([hyp.alias("hyp"), ref.alias("ref")])
+    tokens = texts.select(hyp=tokenize(pl.col("hyp")), ref=tokenize(pl.col("ref")))
+    stats = _statistics_frame(tokens["hyp"], tokens["ref"])
+    return stats.select(score({name: pl.col(name) for name in stats.columns})).to_series()
+
+
+def _scored(
+    hyp_text: pl.Expr,
+    ref_text: pl.Expr,
+    tokenize: Callable[[pl.Expr], pl.Expr],
+    score: Callable[[Mapping[str, pl.Expr]], pl.Expr],
+) -> pl.Expr:
+    return pl.map_batches(
+        [hyp_text, ref_text],
+        partial(_score_batch, tokenize=tokenize, score=score),
+        return_dtype=pl.Float64,
+        is_elementwise=True,
+    )
 
 
 def bleu(response: pl.Expr, reference: pl.Expr) -> pl.Expr:
     """``sacrebleu.sentence_bleu(response, [reference]).score / 100`` (Float64 in [0, 1]).
 
+    Case-sensitive 13a tokens, exponential smoothing, effective order; clipped at 1.0.
+
     >>> import polars as pl
     >>> pl.select(bleu(pl.lit("the cat sat on the mat"), pl.lit("the cat sat on a mat"))).item()
     0.537284965911771
     """
-    return sentence_bleu(bleu_statistics(tokens_13a(response), tokens_13a(reference)))
+    return _scored(response, reference, tokens_13a, sentence_bleu)
 
 
 def textbook_tokens(text: pl.Expr) -> pl.Expr:
@@ -176,25 +330,16 @@ def textbook_tokens(text: pl.Expr) -> pl.Expr:
 
 
 def textbook_bleu(hyp_text: pl.Expr, ref_text: pl.Expr) -> pl.Expr:
-    """Textbook BLEU-4 on lowercased whitespace tokens (Float64 in [0, 1]).
+    """Textbook BLEU-4 (Papineni et al., 2002) on :func:`textbook_tokens` (Float64 in [0, 1]).
 
-    ``BP * exp(sum(0.25 * log(p_n) for n in 1..4))`` (summed left to right), where ``p_n`` is the
-    clipped n-gram precision (Papineni et al., 2002) and ``BP = exp(1 - r / c)`` when ``c < r``,
-    0 when the hypothesis is empty, else 1. A zero precision, including an order the hypothesis
-    is too short for, is replaced by ``0.0001``; so a non-empty hypothesis never scores 0.
+    ``BP * exp(sum(0.25 * log(p_n) for n in 1..4))``, summed left to right, where ``p_n`` is the
+    clipped n-gram precision and ``BP = exp(1 - r / c)`` when ``c < r``, else 1. A zero
+    precision, including that of an order the hypothesis is too short for (no n-grams), is
+    replaced by ``0.0001``, so a non-empty hypothesis never scores 0; an empty one scores 0.
 
     >>> import polars as pl
     >>> hyp, ref = pl.lit("the cat sits on the mat"), pl.lit("The cat is on the mat")
     >>> round(pl.select(textbook_bleu(hyp, ref)).item(), 4)
     0.0595
     """
-    stats = bleu_statistics(textbook_tokens(hyp_text), textbook_tokens(ref_text))
-    log_sum: pl.Expr | None = None
-    for n in range(1, MAX_ORDER + 1):
-        matched, total = stats[f"matches_{n}"], stats[f"totals_{n}"]
-        precision = matched.cast(pl.Float64) / total.cast(pl.Float64)
-        floored = pl.when(matched == 0).then(pl.lit(TEXTBOOK_FLOOR)).otherwise(precision)
-        term = pl.lit(1.0 / MAX_ORDER) * floored.log()
-        log_sum = term if log_sum is None else log_sum + term
-    assert log_sum is not None
-    return brevity_penalty(stats["hyp_len"], stats["ref_len"]) * log_sum.exp()
+    return _scored(hyp_text, ref_text, textbook_tokens, textbook_from_statistics)

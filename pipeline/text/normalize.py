@@ -39,8 +39,8 @@ def _shield_tables() -> tuple[list[str], list[str]]:
 
 
 def is_ascii(text: pl.Expr) -> pl.Expr:
-    """True where ``text`` is pure ASCII (one byte per character); null where it is null."""
-    return text.str.len_bytes() == text.str.len_chars()
+    """True where ``text`` is pure ASCII; null where it is null."""
+    return text.str.contains(r"[^\x00-\x7f]").not_()
 
 
 def by_ascii(
@@ -53,11 +53,14 @@ def by_ascii(
     Each path receives ``text`` nulled outside its rows, so it does its work on its own rows only
     (string kernels skip nulls cheaply) and the frame keeps its shape. ``ascii_path`` must give a
     non-null result for every non-null input.
+
+    Both branches use the same ASCII test, so common-subexpression elimination evaluates an
+    expression ``text`` at most twice; pass a column where ``text`` is expensive.
     """
     ascii_rows = is_ascii(text)
     return pl.coalesce(
         ascii_path(pl.when(ascii_rows).then(text)),
-        unicode_path(pl.when(~ascii_rows).then(text)),
+        unicode_path(pl.when(ascii_rows).then(None).otherwise(text)),
     )
 
 

@@ -60,7 +60,7 @@ def python_rstrip(text: pl.Expr) -> pl.Expr:
 
 
 def _replace_literals(text: pl.Expr) -> pl.Expr:
-    replaced = pl.when(text.str.contains(_LITERAL_TRIGGER)).then(text)
+    replaced: pl.Expr = pl.when(text.str.contains(_LITERAL_TRIGGER)).then(text)
     for old, new in _LITERALS_13A:
         replaced = replaced.str.replace_all(old, new, literal=True)
     return pl.coalesce(replaced, text)
