@@ -51,13 +51,14 @@ _ASCII_TOKEN = f"(?:[^{_W}{ASCII_SPACE_CLASS}]|{_KEPT_WORD})+"
 def squad_tokens_ascii(text: pl.Expr) -> pl.Expr:
     """:func:`squad_tokens` for pure ASCII text, with one regex pass for articles and splitting.
 
-    On ASCII, ``str.lower`` is polars' lowercase, ``re``'s ``\\b`` is Rust's ASCII word boundary
-    and ``str.isspace`` is :data:`~pipeline.text.charclasses.ASCII_SPACE_CLASS`, and lowercasing
-    and removing punctuation keep the text ASCII. Replacing each whole word ``a``/``an``/``the``
-    by a space and splitting on whitespace leaves the maximal runs of whole non-article words and
-    of the characters that are neither word characters nor whitespace; one ``extract_all``
-    finds those runs directly (words are matched whole, from boundary to boundary, so a match
-    never starts or ends inside a word).
+    On ASCII text, lowercasing and removing punctuation is one per-character substitution
+    (:func:`~pipeline.text.normalize.ascii_lower_remove_punctuation`) that keeps the text ASCII;
+    there ``re``'s ``\\b`` is Rust's ASCII word boundary ``(?-u:\\b)`` and ``str.isspace`` is
+    :data:`~pipeline.text.charclasses.ASCII_SPACE_CLASS`. Replacing each whole word
+    ``a``/``an``/``the`` by a space and splitting on whitespace leaves the maximal runs of whole
+    non-article words and of characters that are neither word characters nor whitespace; one
+    ``extract_all`` finds those runs directly (words are matched whole, from boundary to
+    boundary, so a match never starts or ends inside a word).
 
     >>> import polars as pl
     >>> pl.select(squad_tokens_ascii(pl.lit("A an-the\\x1fthe\\x01an, Anne"))).item().to_list()
