@@ -21,7 +21,6 @@ import polars as pl
 from common import check_agree, measure, print_table, random_texts
 
 ROUGE = ("rouge_1", "rouge_2", "rouge_l")
-BATCH_ROWS = 200_000
 
 
 def vocabulary(rng: np.random.Generator, size: int = 400) -> np.ndarray:
@@ -61,16 +60,19 @@ def generate(n: int, lo: int, hi: int, seed: int) -> pl.DataFrame:
 def ours(path: str, metrics: tuple[str, ...], head: int) -> dict[str, float]:
     """Our registry metrics, batch by batch; checksums over all rows and over the first ``head``."""
     from pipeline.config import Config
-    from pipeline.evaluate import prepare_inputs, score_frame
+    from pipeline.evaluate import batch_rows_for, prepare_inputs, score_frame
     from pipeline.metrics.registry import resolve
+    from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 
+    word_class(), space_class(), lowercase_mismatches()  # one-off start-up, not per row
     frame = pl.read_parquet(path)
     config = Config(metrics=metrics)
     start = time.perf_counter()
     inputs = prepare_inputs(frame, config, resolve(metrics))
     sums = []
-    for offset in range(0, frame.height, BATCH_ROWS):
-        scored = score_frame(frame.slice(offset, BATCH_ROWS), config, inputs=inputs).collect()
+    batch_rows = batch_rows_for(frame)  # as `evaluate` batches: by rows and by text bytes
+    for offset in range(0, frame.height, batch_rows):
+        scored = score_frame(frame.slice(offset, batch_rows), config, inputs=inputs).collect()
         sums.append(scored.select(pl.sum_horizontal(metrics).alias("s"))["s"])
     elapsed = time.perf_counter() - start
     per_row = pl.concat(sums)

@@ -30,8 +30,11 @@ from pipeline.schema import KEY_COLUMNS
 
 log = logging.getLogger(__name__)
 
-#: Rows scored per batch; bounds the memory used by intermediate token lists.
+#: Most rows scored per batch; bounds the memory used by intermediate token lists.
 DEFAULT_BATCH_ROWS = 200_000
+#: Most text bytes (question, reference, response, contexts) per batch, so batches of long
+#: texts hold fewer rows: intermediate memory grows with the text, not only the row count.
+DEFAULT_BATCH_BYTES = 32 * 2**20
 
 SCORES_FILE = "scores.parquet"
 REJECTED_FILE = "rejected.parquet"
@@ -46,6 +49,27 @@ class RunSummary:
     n_rejected: int
     metrics: tuple[str, ...]
     out_dir: Path
+
+
+def batch_rows_for(
+    records: pl.DataFrame, batch_rows: int = DEFAULT_BATCH_ROWS,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+) -> int:
+    """Rows per batch: ``batch_rows``, fewer when rows average more than
+    ``batch_bytes / batch_rows`` bytes of text."""
+    if batch_rows < 1 or batch_bytes < 1:
+        raise ValueError("batch_rows and batch_bytes must be positive")
+    if records.height == 0:
+        return batch_rows
+    text_bytes = records.select(
+        pl.sum_horizontal(
+            pl.col(name).str.len_bytes().fill_null(0)
+            for name in ("question", "reference", "response")
+        ).sum()
+        + pl.col("contexts").list.eval(pl.element().str.len_bytes()).list.sum().fill_null(0).sum()
+    ).item()
+    per_row = max(text_bytes / records.height, 1.0)
+    return max(1, min(batch_rows, int(batch_bytes // per_row)))
 
 
 def count_candidates(records: pl.DataFrame) -> int:
@@ -165,8 +189,8 @@ def _write_scores(
     batch_rows: int,
     on_batch: Callable[[int], None] | None,
 ) -> None:
-    if batch_rows < 1:
-        raise ValueError("batch_rows must be positive")
+    batch_rows = batch_rows_for(records, batch_rows)
+    log.debug("scoring in batches of %d rows", batch_rows)
     config = inputs.config
     empty = score_frame(records.head(0), config, specs=specs, inputs=inputs)
     schema = empty.collect().to_arrow().schema

@@ -1,0 +1,47 @@
+"""The driver: batches are sized by rows and text bytes, and batching never changes a score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import records
+
+from pipeline.config import Config
+from pipeline.evaluate import SCORES_FILE, batch_rows_for, evaluate
+
+ROWS = [
+    {"id": f"r{i}", "question": f"What is item {i}?", "reference": f"answer {i % 3}",
+     "response": f"The answer is {i % 4} [1].", "contexts": [f"Item {i} is {i % 3}."],
+     "gold_citations": [1], "model": "m"}
+    for i in range(9)
+]
+
+
+def test_batch_rows_shrink_with_long_texts():
+    short = records([{"reference": "a b", "response": "a"}] * 10)
+    long = records([{"reference": "word " * 2000, "response": "word " * 2000}] * 10)
+    assert batch_rows_for(short, batch_rows=100) == 100
+    # question "q?" + "a b" + "a": 6 bytes per row
+    assert batch_rows_for(short, batch_rows=10**6, batch_bytes=6_000) == 1000
+    # "q?" + 2 x 10,000 bytes = 20,002 bytes per row
+    assert batch_rows_for(long, batch_rows=100, batch_bytes=100_000) == 4
+    assert batch_rows_for(long, batch_rows=100, batch_bytes=10) == 1
+    with pytest.raises(ValueError):
+        batch_rows_for(short, batch_rows=0)
+
+
+def test_batching_does_not_change_scores(tmp_path: Path):
+    source = tmp_path / "in.jsonl"
+    pl.DataFrame(ROWS).write_ndjson(source)
+    config = Config(embedding_backend="hashed")
+    outputs = []
+    for batch_rows in (1, 4, 1000):
+        out = tmp_path / f"out{batch_rows}"
+        evaluate([source], out, config, batch_rows=batch_rows, build_db=False)
+        outputs.append(pl.read_parquet(out / SCORES_FILE))
+    assert outputs[0].equals(outputs[1])
+    assert outputs[0].equals(outputs[2])
+    assert outputs[0].height == len(ROWS)
+    assert outputs[0]["tfidf_relevance"].null_count() == 0
