@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     add_inputs(ev)
     ev.add_argument("--out", required=True, type=Path, help="output directory")
     ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
-    ev.add_argument("--batch-rows", type=int, default=None, help="most rows scored per batch (fewer for long texts)")
+    ev.add_argument("--batch-rows", type=int, default=None,
+                    help="most rows scored per batch (fewer for long texts)")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument("--embedding-backend", metavar="SPEC",
                     help="minilm (default), hashed, or sentence-transformers:<name or path>")
