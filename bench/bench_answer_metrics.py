@@ -10,17 +10,13 @@ child process so its peak resident memory is measured separately.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from common import measure, random_texts
 
 WORDS = (
     "the", "a", "an", "of", "in", "river", "city", "Veloria", "Marden", "1889", "1,234", "3.5",
@@ -36,20 +32,10 @@ def generate(n: int, seed: int = 0) -> pl.DataFrame:
 
     rng = np.random.default_rng(seed)
     vocab = np.array(WORDS)
-
-    def texts(lo: int, hi: int) -> list[str]:
-        lengths = rng.integers(lo, hi + 1, size=n)
-        flat = vocab[rng.integers(0, len(vocab), size=int(lengths.sum()))].tolist()
-        out, start = [], 0
-        for length in lengths.tolist():  # data generation only, not the measured path
-            out.append(" ".join(flat[start:start + length]))
-            start += length
-        return out
-
-    refs = texts(1, 4)
+    refs = random_texts(rng, vocab, n, 1, 4)
     prefixes = rng.integers(0, len(PHRASES), size=n)
     copy = rng.random(n) < 0.4
-    resp = texts(1, 6)
+    resp = random_texts(rng, vocab, n, 1, 6)
     responses = [
         PHRASES[p] + (r if c else s) + "."
         for p, r, s, c in zip(prefixes, refs, resp, copy, strict=True)
@@ -119,30 +105,6 @@ def vectorized(path: str, batch_rows: int) -> dict[str, float]:
         ).item()
     elapsed = time.perf_counter() - start
     return {"seconds": elapsed, "checksum": total}
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident memory (VmHWM; unlike ru_maxrss it restarts at exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _child(target, args, queue) -> None:  # type: ignore[no-untyped-def]
-    result = target(*args)
-    result["peak_rss_mib"] = peak_rss_mib()
-    queue.put(result)
-
-
-def measure(target, *args) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_child, args=(target, args, queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    return result
 
 
 def main() -> None:
