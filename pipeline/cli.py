@@ -16,6 +16,7 @@ import polars as pl
 
 from pipeline import __version__
 from pipeline.config import Config, ConfigError, load_config
+from pipeline.embed.backends import EmbeddingBackendError
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.schema import InputError
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "query":
             return _query(args)
         return _metrics(args.format)
-    except (InputError, ConfigError, UnknownMetricError) as exc:
+    except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 

@@ -56,6 +56,9 @@ DEFAULT_UNANSWERABLE_TYPES: tuple[str, ...] = ("impossible", "unanswerable")
 
 #: Embedding backend used for semantic and grounding metrics (see ``pipeline.embed``).
 DEFAULT_EMBEDDING_BACKEND = "minilm"
+#: Built-in embedding backends (see ``pipeline.embed.backends.backend_from_spec``).
+EMBEDDING_BACKENDS: tuple[str, ...] = ("minilm", "hashed")
+SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
 #: Texts per inference batch of the embedding model.
 DEFAULT_EMBEDDING_BATCH_SIZE = 64
 #: Minimum cosine between a sentence and its cited passage for the sentence to be supported.
@@ -123,8 +126,15 @@ class Config:
             raise ConfigError(f"[grounding] tau_sim must be in [-1, 1], got {self.tau_sim}")
         if self.embedding_batch_size < 1:
             raise ConfigError("[embedding] batch_size must be a positive integer")
-        if not self.embedding_backend.strip():
-            raise ConfigError("[embedding] backend must not be empty")
+        backend = self.embedding_backend
+        if backend not in EMBEDDING_BACKENDS and not (
+            backend.startswith(SENTENCE_TRANSFORMERS_PREFIX)
+            and backend[len(SENTENCE_TRANSFORMERS_PREFIX):].strip()
+        ):
+            raise ConfigError(
+                f"[embedding] backend {backend!r} is unknown: use one of "
+                f"{', '.join(EMBEDDING_BACKENDS)} or '{SENTENCE_TRANSFORMERS_PREFIX}<name or path>'"
+            )
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
 
     def with_metrics(self, metrics: tuple[str, ...] | None) -> Config:

@@ -179,3 +179,34 @@ def test_module_entry_point(tmp_path: Path):
     )
     assert result.returncode == 0, result.stderr
     assert "scored 3, rejected 0" in result.stdout
+
+
+def test_second_run_hits_the_embedding_cache(tmp_path: Path, caplog):
+    """The default MiniLM backend runs offline; a re-run encodes nothing and says so."""
+    source = write_jsonl(tmp_path / "a.jsonl", GOOD)
+    cache = tmp_path / "cache"
+    args = ["evaluate", "--input", str(source), "--no-progress", "--cache-dir", str(cache),
+            "--metrics", "semantic,grounding"]
+    caplog.set_level("INFO", logger="pipeline.embed.cache")
+    assert main([*args, "--out", str(tmp_path / "first")]) == 0
+    first = [r.getMessage() for r in caplog.records if r.getMessage().startswith("embeddings:")]
+    assert first and not any(", 0 encoded" in m for m in first[:1])
+    caplog.clear()
+    assert main([*args, "--out", str(tmp_path / "second")]) == 0
+    second = [r.getMessage() for r in caplog.records if r.getMessage().startswith("embeddings:")]
+    assert second and all(", 0 encoded" in m for m in second)
+    assert any(p.suffix == ".parquet" for p in cache.rglob("*"))
+    scores = [pl.read_parquet(tmp_path / d / "scores.parquet") for d in ("first", "second")]
+    assert scores[0].drop("source").equals(scores[1].drop("source"))
+    assert scores[0]["semantic_similarity"].null_count() == 0
+
+
+def test_embedding_backend_flag(tmp_path: Path):
+    source = write_jsonl(tmp_path / "a.jsonl", GOOD)
+    out = tmp_path / "out"
+    assert main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress",
+                 "--metrics", "semantic", "--embedding-backend", "hashed"]) == 0
+    signature = pl.read_parquet(out / "scores.parquet")["signature"].unique().item()
+    assert "emb:hashed" in signature
+    assert main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress",
+                 "--metrics", "semantic", "--embedding-backend", "nope"]) == 2
