@@ -233,7 +233,7 @@ def sentence_bleu(stats: Mapping[str, pl.Expr], *, effective_order: bool = True)
 
     >>> import polars as pl
     >>> counts = [5, 3, 1, 0, 6, 5, 4, 3, 6, 6]
-    >>> stats = {name: pl.lit(v) for name, v in zip(statistic_names(), counts)}
+    >>> stats = {name: pl.lit(counts[i]) for i, name in enumerate(statistic_names())}
     >>> round(pl.select(sentence_bleu(stats)).item(), 6)
     0.379918
     """

@@ -38,9 +38,11 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
         columns[_BLEU[1]] = tokens_13a(pl.col("reference"))
     if "_keywords" in needed:
         stopwords = keywords.load_stopwords(inputs.config.stopwords_file)
-        for column, source in zip(_KEYWORDS, (response, pl.col("reference"), pl.col("question")),
-                                  strict=True):
-            columns[column] = keywords.keywords(source, stopwords=stopwords)
+        sources = {_KEYWORDS[0]: response, _KEYWORDS[1]: pl.col("reference"),
+                   _KEYWORDS[2]: pl.col("question")}
+        columns.update(
+            (name, keywords.keywords(text, stopwords=stopwords)) for name, text in sources.items()
+        )
     if "_grounding" in needed:
         columns[_GROUNDING] = _grounding_counts(inputs)
     return columns
