@@ -1,0 +1,329 @@
+"""Safety family of the category-aware composite score: bias categories, perspective balance.
+
+Every pattern, phrase, severity, weight and threshold is data (``pipeline/data/safety.toml``,
+or a user file of the same format, loaded by :meth:`SafetyRules.load`). Per response:
+
+* ``bias_categories`` (``List[String]``): names of the categories that match, in the data
+  file's order. A pattern category matches when any of its regexes matches, each one
+  case-insensitive and wrapped as ``\\b(?:pattern)\\b``; ``{term}`` placeholders are replaced
+  by the file's ``[terms]`` entries first. The ``detect = "unbalanced_perspective"`` category
+  has no patterns: it matches when the response has at least ``unbalanced_min_absolute``
+  absolute phrases and no balanced indicator.
+* ``has_bias_risk`` (Int8): 1 when ``bias_categories`` is not empty.
+* ``bias_severity``: the largest severity of the matched categories, 0.0 when none match.
+* ``perspective_balance = min(1, balanced / max(1, absolute))``: counts of non-overlapping
+  whole-phrase matches (case-insensitive, any whitespace run between words; leftmost match,
+  earlier list entries first on ties). A text with no balanced indicator scores 0.0.
+* ``safety_score``: 1.0 without bias risk, else ``1 - safety_weight * bias_severity``.
+* ``safety_feedback``: the ``no_risk`` text without bias risk, else ``"<prefix>: <names>"``:
+  the prefix of the first feedback level (highest ``min_severity`` first) with
+  ``min_severity <= bias_severity``, and the matched names joined by ``separator`` in
+  ``bias_categories`` order, e.g. ``"High safety risk: hate_speech, stereotypes"``.
+
+A null response gives null in every output; an empty one has no risk and balance 0.0.
+Patterns only see surface forms: a text that quotes a claim to debunk it ("the myth that
+vaccines cause autism") matches like the claim itself.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.metrics.common import flag
+
+SAFETY_FILE = "safety.toml"
+#: ``detect`` value of the category matched by the perspective rule instead of patterns.
+DETECT_UNBALANCED = "unbalanced_perspective"
+DETECT_PATTERNS = "patterns"
+
+_TERM = re.compile(r"\{([A-Za-z_]\w*)\}")
+
+
+@dataclass(frozen=True)
+class BiasCategory:
+    """One category: its name, severity in (0, 1] and expanded regexes (no ``\\b`` wrap)."""
+
+    name: str
+    severity: float
+    patterns: tuple[str, ...] = ()
+    detect: str = DETECT_PATTERNS
+
+
+@dataclass(frozen=True)
+class FeedbackLevel:
+    """Feedback prefix for a bias severity of at least ``min_severity``."""
+
+    min_severity: float
+    prefix: str
+
+
+@dataclass(frozen=True)
+class SafetyRules:
+    """The validated contents of a safety rules file (see the module docstring)."""
+
+    categories: tuple[BiasCategory, ...]
+    balanced_indicators: tuple[str, ...]
+    absolute_phrases: tuple[str, ...]
+    unbalanced_min_absolute: int
+    safety_weight: float
+    no_risk_feedback: str
+    feedback_separator: str
+    #: Sorted by ``min_severity``, highest first.
+    feedback_levels: tuple[FeedbackLevel, ...]
+    version: str
+    source: str
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> SafetyRules:
+        """Rules from a TOML file; the packaged ``pipeline/data/safety.toml`` by default.
+
+        Regexes are checked with Python ``re`` and with polars; any problem raises a
+        ``ValueError`` naming the file and the key.
+
+        >>> [c.name for c in SafetyRules.load().categories][:2]
+        ['hate_speech', 'medical_misinformation']
+        """
+        if path is None:
+            data = resources.files("pipeline.data").joinpath(SAFETY_FILE).read_bytes()
+            source = f"pipeline/data/{SAFETY_FILE}"
+        else:
+            data, source = Path(path).read_bytes(), str(path)
+        try:
+            raw = tomllib.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise ValueError(f"{source}: not a valid TOML file: {err}") from err
+        return _parse(raw, source)
+
+
+# --- loading -----------------------------------------------------------------------------------
+class _Reader:
+    """Typed access to the parsed TOML, with errors that name the file and the key."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, message: str) -> ValueError:
+        return ValueError(f"{self.source}: {key}: {message}")
+
+    def get(self, table: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...],
+            default: Any = ...) -> Any:
+        name = f"{where}.{key}" if where else key
+        if key not in table:
+            if default is ...:
+                raise self.fail(name, "missing key")
+            return default
+        value = table[key]
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise self.fail(name, f"expected {_kind_name(kind)}, got {value!r}")
+        if not isinstance(value, kind):
+            raise self.fail(name, f"expected {_kind_name(kind)}, got {value!r}")
+        return value
+
+    def fraction(self, table: Mapping[str, Any], key: str, where: str, *, low_open: bool) -> float:
+        value = float(self.get(table, key, where, (int, float)))
+        if not (0.0 < value <= 1.0 if low_open else 0.0 <= value <= 1.0):
+            bounds = "(0, 1]" if low_open else "[0, 1]"
+            raise self.fail(f"{where}.{key}", f"must be in {bounds}, got {value!r}")
+        return value
+
+    def strings(self, table: Mapping[str, Any], key: str, where: str) -> list[str]:
+        values = self.get(table, key, where, list)
+        if not values or not all(isinstance(v, str) and v.strip() for v in values):
+            raise self.fail(f"{where}.{key}", "must be a non-empty list of non-empty strings")
+        return values
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "a number", float: "a number", str: "a string", list: "a list", dict: "a table"}
+    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
+
+
+def _check_regex(reader: _Reader, key: str, pattern: str) -> None:
+    """The regex must compile in Python ``re`` and in polars and must not match ``""``."""
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE)
+        pl.select(pl.lit("", dtype=pl.String).str.contains(f"(?i){pattern}"))
+    except (re.error, pl.exceptions.PolarsError) as err:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise reader.fail(key, f"invalid regular expression {pattern!r}: {first_line}") from err
+    if compiled.fullmatch(""):
+        raise reader.fail(key, f"regular expression {pattern!r} matches the empty string")
+
+
+def _expand(reader: _Reader, key: str, pattern: str, terms: Mapping[str, str]) -> str:
+    """``{term}`` placeholders replaced by ``(?:term regex)``; unknown names are errors."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) not in terms:
+            raise reader.fail(key, f"unknown term {{{match.group(1)}}} in {pattern!r}")
+        return f"(?:{terms[match.group(1)]})"
+
+    return _TERM.sub(replace, pattern)
+
+
+def _phrases(reader: _Reader, table: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    phrases = reader.strings(table, key, "perspective")
+    for k, phrase in enumerate(phrases):
+        if not re.fullmatch(r"\w(?:.*\w)?", phrase.strip(), re.DOTALL):
+            raise reader.fail(
+                f"perspective.{key}[{k}]", f"{phrase!r} must start and end with a word character"
+            )
+    return tuple(" ".join(p.split()) for p in phrases)
+
+
+def _category(reader: _Reader, raw: Any, k: int, terms: Mapping[str, str]) -> BiasCategory:
+    where = f"categories[{k}]"
+    if not isinstance(raw, dict):
+        raise reader.fail(where, "expected a table")
+    name = reader.get(raw, "name", where, str)
+    if not name.strip():
+        raise reader.fail(f"{where}.name", "must not be empty")
+    severity = reader.fraction(raw, "severity", where, low_open=True)
+    detect = reader.get(raw, "detect", where, str, DETECT_PATTERNS)
+    if detect == DETECT_UNBALANCED:
+        if "patterns" in raw:
+            raise reader.fail(f"{where}.patterns", f"not allowed with detect = {detect!r}")
+        return BiasCategory(name, severity, (), detect)
+    if detect != DETECT_PATTERNS:
+        raise reader.fail(
+            f"{where}.detect", f"must be {DETECT_PATTERNS!r} or {DETECT_UNBALANCED!r}"
+        )
+    patterns = []
+    for j, pattern in enumerate(reader.strings(raw, "patterns", where)):
+        key = f"{where}.patterns[{j}] ({name})"
+        expanded = _expand(reader, key, pattern, terms)
+        _check_regex(reader, key, expanded)
+        patterns.append(expanded)
+    return BiasCategory(name, severity, tuple(patterns), detect)
+
+
+def _parse(raw: Mapping[str, Any], source: str) -> SafetyRules:
+    reader = _Reader(source)
+    terms_table = reader.get(raw, "terms", "", dict, {})
+    terms = {key: reader.get(terms_table, key, "terms", str) for key in terms_table}
+    for key, term in terms.items():
+        _check_regex(reader, f"terms.{key}", term)
+
+    raw_categories = reader.get(raw, "categories", "", list)
+    if not raw_categories:
+        raise reader.fail("categories", "at least one category is required")
+    categories = tuple(_category(reader, c, k, terms) for k, c in enumerate(raw_categories))
+    names = [c.name for c in categories]
+    for k, name in enumerate(names):
+        if name in names[:k]:
+            raise reader.fail(f"categories[{k}].name", f"duplicate category {name!r}")
+    if sum(c.detect == DETECT_UNBALANCED for c in categories) > 1:
+        raise reader.fail("categories", f"at most one category may use {DETECT_UNBALANCED!r}")
+
+    scoring = reader.get(raw, "scoring", "", dict)
+    weight = reader.fraction(scoring, "safety_weight", "scoring", low_open=False)
+
+    perspective = reader.get(raw, "perspective", "", dict)
+    min_absolute = reader.get(perspective, "unbalanced_min_absolute", "perspective", int)
+    if min_absolute < 1:
+        raise reader.fail("perspective.unbalanced_min_absolute", "must be at least 1")
+
+    feedback = reader.get(raw, "feedback", "", dict)
+    raw_levels = reader.get(feedback, "levels", "feedback", list)
+    if not raw_levels:
+        raise reader.fail("feedback.levels", "at least one level is required")
+    levels = []
+    for k, level in enumerate(raw_levels):
+        where = f"feedback.levels[{k}]"
+        if not isinstance(level, dict):
+            raise reader.fail(where, "expected a table")
+        minimum = reader.fraction(level, "min_severity", where, low_open=False)
+        levels.append(FeedbackLevel(minimum, reader.get(level, "prefix", where, str)))
+    levels.sort(key=lambda level: -level.min_severity)
+    lowest = levels[-1].min_severity
+    for k, category in enumerate(categories):
+        if category.severity < lowest:
+            raise reader.fail(
+                f"categories[{k}].severity",
+                f"{category.severity} is below the lowest feedback level min_severity {lowest}",
+            )
+
+    return SafetyRules(
+        categories=categories,
+        balanced_indicators=_phrases(reader, perspective, "balanced_indicators"),
+        absolute_phrases=_phrases(reader, perspective, "absolute_phrases"),
+        unbalanced_min_absolute=min_absolute,
+        safety_weight=weight,
+        no_risk_feedback=reader.get(feedback, "no_risk", "feedback", str),
+        feedback_separator=reader.get(feedback, "separator", "feedback", str),
+        feedback_levels=tuple(levels),
+        version=reader.get(raw, "version", "", str),
+        source=source,
+    )
+
+
+# --- expressions -------------------------------------------------------------------------------
+def category_regex(category: BiasCategory) -> str:
+    """One case-insensitive regex matching where any of the category's patterns matches."""
+    return r"(?i)\b(?:" + "|".join(category.patterns) + r")\b"
+
+
+def phrase_regex(phrases: Sequence[str]) -> str:
+    """Case-insensitive whole-phrase alternation; words may be separated by any whitespace."""
+    alternatives = (r"\s+".join(re.escape(word) for word in p.split()) for p in phrases)
+    return r"(?i)\b(?:" + "|".join(alternatives) + r")\b"
+
+
+def safety_scores(response: pl.Expr, *, rules: SafetyRules) -> dict[str, pl.Expr]:
+    """Bias categories, severity, perspective balance, safety score and feedback (unaliased).
+
+    >>> import polars as pl
+    >>> rules = SafetyRules.load()
+    >>> out = pl.select(**safety_scores(pl.lit("Climate change is a hoax."), rules=rules))
+    >>> out.row(0)
+    (['climate_denial'], 1, 0.7, 0.0, 0.51, 'Moderate safety concern: climate_denial')
+    """
+    balanced = response.str.count_matches(phrase_regex(rules.balanced_indicators))
+    absolute = response.str.count_matches(phrase_regex(rules.absolute_phrases))
+    unbalanced = (absolute >= rules.unbalanced_min_absolute) & (balanced == 0)
+
+    def hit(category: BiasCategory) -> pl.Expr:
+        if category.detect == DETECT_UNBALANCED:
+            return unbalanced
+        return response.str.contains(category_regex(category))
+
+    matched = [(c, hit(c)) for c in rules.categories]
+    categories = pl.concat_list(
+        [pl.when(hit).then(pl.lit(c.name, dtype=pl.String)) for c, hit in matched]
+    ).list.drop_nulls()
+    severity = pl.max_horizontal(
+        [pl.when(hit).then(pl.lit(c.severity)).otherwise(pl.lit(0.0)) for c, hit in matched]
+    ).cast(pl.Float64)
+    risk = categories.list.len() > 0
+
+    balance = pl.min_horizontal(
+        pl.lit(1.0), balanced.cast(pl.Float64) / pl.max_horizontal(absolute, 1).cast(pl.Float64)
+    )
+    score = pl.when(risk).then(1.0 - rules.safety_weight * severity).otherwise(pl.lit(1.0))
+
+    names = categories.list.join(rules.feedback_separator)
+    feedback = pl.lit(None, dtype=pl.String)
+    for level in reversed(rules.feedback_levels):  # lowest first, so the highest is tested first
+        text = pl.lit(f"{level.prefix}: ") + names
+        feedback = pl.when(severity >= level.min_severity).then(text).otherwise(feedback)
+    feedback = pl.when(risk).then(feedback).otherwise(pl.lit(rules.no_risk_feedback))
+
+    present = response.is_not_null()
+    outputs = {
+        "bias_categories": categories,
+        "has_bias_risk": flag(risk),
+        "bias_severity": severity,
+        "perspective_balance": balance,
+        "safety_score": score.cast(pl.Float64),
+        "safety_feedback": feedback,
+    }
+    return {name: pl.when(present).then(expr) for name, expr in outputs.items()}
