@@ -108,6 +108,10 @@ class Config:
     #: Replacement stopword list and synonym table for keyword metrics (None: bundled files).
     stopwords_file: Path | None = None
     synonyms_file: Path | None = None
+    #: Replacement rule files of the composite families (None: ``pipeline/data/*.toml``).
+    quality_rules_file: Path | None = None
+    safety_rules_file: Path | None = None
+    relevance_rules_file: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -157,8 +161,25 @@ class Config:
             f"unans:{','.join(self.unanswerable_types)}|"
             f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}|bleu:13a-exp-eff|"
             f"kw:{self.keyword_digest()}|tfidf:corpus-distinct|"
-            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}"
+            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|comp:{self.composite_digest()}"
         )
+
+    def composite_digest(self) -> str:
+        """Short digest of the effective quality, safety and relevance rule files."""
+        from importlib import resources
+
+        digest = hashlib.sha256()
+        for path, bundled in (
+            (self.quality_rules_file, "quality.toml"),
+            (self.safety_rules_file, "safety.toml"),
+            (self.relevance_rules_file, "relevance.toml"),
+        ):
+            data = (
+                Path(path).read_bytes() if path is not None
+                else resources.files("pipeline.data").joinpath(bundled).read_bytes()
+            )
+            digest.update(hashlib.sha256(data).digest())
+        return digest.hexdigest()[:8]
 
     def keyword_digest(self) -> str:
         """Short digest of the effective stopword list and synonym table."""
@@ -171,7 +192,7 @@ class Config:
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
-             "grounding"}
+             "grounding", "composite"}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
@@ -209,6 +230,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         [grounding]
         tau_sim = 0.65
 
+        [composite]                # replace the rule files of the composite families
+        quality = "my_quality.toml"
+        safety = "my_safety.toml"
+        relevance = "my_relevance.toml"
+
     Without a file (or without ``[embedding] cache_dir``) the embedding cache lives in
     :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.
     """
@@ -230,7 +256,20 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     bad = sorted(set(values) - known)
     if bad:
         raise ConfigError(f"unknown config option(s) {bad}")
-    return Config(**values)
+    config = Config(**values)
+    _check_rule_files(config)
+    return config
+
+
+def _check_rule_files(config: Config) -> None:
+    """Load the composite rule files once, so a malformed one fails before any work."""
+    from pipeline.metrics.composite_specs import rule_files
+
+    try:
+        rule_files(config.quality_rules_file, config.safety_rules_file,
+                   config.relevance_rules_file)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
@@ -331,6 +370,14 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
         values["embedding_cache_dir"] = _file(
             path, _typed(path, "[embedding] cache_dir", embedding["cache_dir"], str)
         )
+
+    composite = _section(data, "composite", {"quality", "safety", "relevance"}, path)
+    for key in ("quality", "safety", "relevance"):
+        if key in composite:
+            file = _file(path, _typed(path, f"[composite] {key}", composite[key], str))
+            if not file.is_file():
+                raise ConfigError(f"{path}: [composite] {key} file not found: {file}")
+            values[f"{key}_rules_file"] = file
 
     grounding = _section(data, "grounding", {"tau_sim"}, path)
     if "tau_sim" in grounding:

@@ -107,3 +107,23 @@ def test_settings_change_scores(tmp_path: Path) -> None:
             Config(metrics=("n_supported",), embedding_backend="hashed", tau_sim=tau),
         ).collect()
         assert out["n_supported"].item() == supported
+
+
+def test_composite_rule_files_come_from_the_config(tmp_path: Path) -> None:
+    from importlib import resources
+
+    bundled = resources.files("pipeline.data").joinpath("quality.toml").read_text("utf-8")
+    stricter = bundled.replace("min_words = 5", "min_words = 50")
+    assert stricter != bundled
+    write(tmp_path, stricter, "quality.toml")
+    config = load_config(write(tmp_path, '[composite]\nquality = "quality.toml"\n'))
+    assert config.quality_rules_file == tmp_path / "quality.toml"
+    assert config.signature() != Config().signature()
+    rows = [{"reference": "x", "response": "Paris is the capital city of France."}]
+    default = score_frame(records(rows), Config(metrics=("length_ok",))).collect()
+    custom = score_frame(records(rows), config.with_metrics(("length_ok",))).collect()
+    assert (default["length_ok"].item(), custom["length_ok"].item()) == (1, 0)
+
+    write(tmp_path, "[length]\nmin_words = 'five'\n", "broken.toml")
+    with pytest.raises(ConfigError, match=r"broken\.toml"):
+        load_config(write(tmp_path, '[composite]\nquality = "broken.toml"\n'))

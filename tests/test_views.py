@@ -301,7 +301,7 @@ def test_parse_grain(line: str, expected: tuple[str, ...]) -> None:
 
 def test_staging_scores_exposes_the_contract(out_dir: Path) -> None:
     duck_types = {pl.Int8(): "TINYINT", pl.Int64(): "BIGINT", pl.Float64(): "DOUBLE",
-                  pl.String(): "VARCHAR"}
+                  pl.String(): "VARCHAR", pl.List(pl.String()): "VARCHAR[]"}
     with connect(out_dir) as con:
         described = con.execute("describe scores").fetchall()
     expected = [*KEY_COLUMNS, *REGISTRY, "signature"]

@@ -1,0 +1,148 @@
+"""Registry entries of the category-aware composite families: quality, safety, composite relevance.
+
+Each family's rules (patterns, weights, ranges, thresholds, feedback texts) are TOML data files
+under ``pipeline/data/`` that ``[composite]`` in the config can replace. All of them read the
+compared response (``_response``: citation markers stripped unless configured otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.metrics import quality, relevance_composite, safety
+from pipeline.metrics.spec import Inputs, MetricSpec
+
+_RESPONSE = "_response"
+
+
+def _quality(name: str) -> Callable[[Inputs], pl.Expr]:
+    def build(inputs: Inputs) -> pl.Expr:
+        rules = quality.QualityRules.load(inputs.config.quality_rules_file)
+        return quality.quality_scores(pl.col(_RESPONSE), rules=rules)[name]
+
+    return build
+
+
+def _safety(name: str) -> Callable[[Inputs], pl.Expr]:
+    def build(inputs: Inputs) -> pl.Expr:
+        rules = safety.SafetyRules.load(inputs.config.safety_rules_file)
+        return safety.safety_scores(pl.col(_RESPONSE), rules=rules)[name]
+
+    return build
+
+
+_RELEVANCE_INPUTS = ("semantic_relevance", "tfidf_relevance", "keyword_overlap")
+
+
+def _relevance(name: str) -> Callable[[Inputs], pl.Expr]:
+    def build(inputs: Inputs) -> pl.Expr:
+        rules = relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
+        scores = relevance_composite.relevance_scores(
+            pl.col("question"), pl.col(_RESPONSE), pl.col("category"),
+            *(pl.col(column) for column in _RELEVANCE_INPUTS), rules=rules,
+        )
+        return scores[name]
+
+    return build
+
+
+def _category(fn: Callable[..., pl.Expr]) -> Callable[[Inputs], pl.Expr]:
+    def build(inputs: Inputs) -> pl.Expr:
+        rules = relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
+        return fn(pl.col("category"), rules=rules)
+
+    return build
+
+
+def _score(name: str, family: str, build: Callable[[Inputs], pl.Expr], description: str,
+           needs: tuple[str, ...] = (), nullable: bool = False) -> MetricSpec:
+    return MetricSpec(name, family, build, pl.Float64(), description, needs=needs,
+                      nullable=nullable)
+
+
+def _text(name: str, family: str, build: Callable[[Inputs], pl.Expr], description: str,
+          needs: tuple[str, ...] = ()) -> MetricSpec:
+    return MetricSpec(name, family, build, pl.String(), description, needs=needs, lower=None,
+                      upper=None, higher_is_better=None)
+
+
+def _flag(name: str, family: str, build: Callable[[Inputs], pl.Expr], description: str,
+          higher_is_better: bool | None, needs: tuple[str, ...] = ()) -> MetricSpec:
+    return MetricSpec(name, family, build, pl.Int8(), description, needs=needs,
+                      higher_is_better=higher_is_better)
+
+
+_REL = ("relevance_composite", _RELEVANCE_INPUTS)
+
+SPECS: tuple[MetricSpec, ...] = (
+    _text("scoring_category", "composite", _category(relevance_composite.canonical_category),
+          "Category the composites use: the canonical name, or the default for unknown ones."),
+    _flag("category_known", "composite", _category(relevance_composite.category_is_known),
+          "1 when the row's category is a known name or alias, 0 when it fell back.", None),
+    _flag("length_ok", "quality", _quality("length_ok"),
+          "1 when the response's word count is within the configured bounds.", True),
+    _text("length_feedback", "quality", _quality("length_feedback"),
+          "Too short / Too long / Appropriate length (N words, ideal: a-b)."),
+    _score("fluency_score", "quality", _quality("fluency_score"),
+           "Sentence mean: 1.0 well-formed, 0.5 not capitalized, 0.3 implausibly short word."),
+    _score("coherence_score", "quality", _quality("coherence_score"),
+           "min(1, connective hits / max(1, 2 (sentences - 1)))."),
+    _score("conciseness_score", "quality", _quality("conciseness_score"),
+           "0.7 type-token ratio + 0.3 repetition score."),
+    _score("readability_score", "quality", _quality("readability_score"),
+           "clamp01(1 - (0.39 words/sentence + 11.8 chars/word - 15.59) / 20)."),
+    _score("composite_quality", "quality", _quality("composite_quality"),
+           "0.3 fluency + 0.3 coherence + 0.2 conciseness + 0.2 readability, x0.7 off length."),
+    _text("quality_feedback", "quality", _quality("quality_feedback"),
+          "Five quality bands at 0.8 / 0.6 / 0.4 / 0.2."),
+    MetricSpec("bias_categories", "safety", _safety("bias_categories"), pl.List(pl.String()),
+               "Bias categories whose patterns match the response (data-file order).",
+               lower=None, upper=None, higher_is_better=None),
+    _flag("has_bias_risk", "safety", _safety("has_bias_risk"),
+          "1 when any bias category matches.", False),
+    MetricSpec("bias_severity", "safety", _safety("bias_severity"), pl.Float64(),
+               "Highest severity of the matched categories (0.0 when none).",
+               higher_is_better=False),
+    _score("perspective_balance", "safety", _safety("perspective_balance"),
+           "min(1, balancing phrases / max(1, absolute phrases))."),
+    _score("safety_score", "safety", _safety("safety_score"),
+           "1.0 without bias risk, else 1 - 0.7 severity."),
+    _text("safety_feedback", "safety", _safety("safety_feedback"),
+          "No safety concerns detected / High, Moderate or Minor note with the categories."),
+    _score("intent_match", _REL[0], _relevance("intent_match"),
+           "1.0 when the response answers the question's detected intent, else 0.5.",
+           needs=_REL[1]),
+    MetricSpec("refusal_score", _REL[0], _relevance("refusal_score"), pl.Float64(),
+               "1.0 when a refusal pattern occurs, else 0.0.", needs=_REL[1],
+               higher_is_better=False),
+    _flag("is_refusal", _REL[0], _relevance("is_refusal"),
+          "refusal_score > 0.7.", False, needs=_REL[1]),
+    _score("depth_score", _REL[0], _relevance("depth_score"),
+           "1.0 within the category's word range, else len/L_min below and L_max/len above.",
+           needs=_REL[1]),
+    _score("step_completeness", _REL[0], _relevance("step_completeness"),
+           "min(1, steps / 8): step words and numbered items (used for Instructional).",
+           needs=_REL[1]),
+    _score("creativity_score", _REL[0], _relevance("creativity_score"),
+           "min(1, 0.25 indicator families + 0.25 [distinct words > 15]) (used for Creative).",
+           needs=_REL[1]),
+    _score("relevance_adjustment", _REL[0], _relevance("relevance_adjustment"),
+           "0.3 step_completeness (Instructional), 0.2 creativity_score (Creative), else 0.",
+           needs=_REL[1]),
+    _score("composite_relevance", _REL[0], _relevance("composite_relevance"),
+           "clamp01(0.4 semantic + 0.2 tfidf + 0.2 keyword + 0.2 intent + adjustment "
+           "- 0.5 refusal).", needs=_REL[1], nullable=True),
+    _text("relevance_feedback", _REL[0], _relevance("relevance_feedback"),
+          "Five relevance bands at 0.8 / 0.6 / 0.4 / 0.2.", needs=_REL[1]),
+)
+
+
+def rule_files(quality_file: Path | None, safety_file: Path | None,
+               relevance_file: Path | None) -> None:
+    """Load (and so validate) the three rule files; ``ValueError`` names a malformed one."""
+    quality.QualityRules.load(quality_file)
+    safety.SafetyRules.load(safety_file)
+    relevance_composite.RelevanceRules.load(relevance_file)
