@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     qu.add_argument("sql", help='SQL, e.g. "select * from by_model"')
     qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
+    ex = sub.add_parser("export", help="write the per-row results with texts as one table")
+    ex.add_argument("dir", type=Path, help="output directory of an evaluate run")
+    ex.add_argument("--format", choices=("tsv", "csv", "parquet"), default="tsv")
+    ex.add_argument("--out", type=Path, help="target file (default: DIR/export.FORMAT)")
+
     me = sub.add_parser("metrics", help="list the registered metrics")
     me.add_argument("--format", choices=("table", "markdown"), default="table")
     return parser
@@ -83,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate(args)
         if args.command == "query":
             return _query(args)
+        if args.command == "export":
+            return _export(args)
         return _metrics(args.format)
     except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -170,6 +177,15 @@ def _query(args: argparse.Namespace) -> int:
         print(f"error: query failed: {exc}", file=sys.stderr)
         return EXIT_ERROR
     _print_frame(result, args.format)
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pipeline.export import export
+
+    target = args.out or args.dir / f"export.{args.format}"
+    rows = export(args.dir, target, args.format)
+    print(f"wrote {rows} rows to {target}")
     return EXIT_OK
 
 

@@ -38,6 +38,9 @@ DEFAULT_BATCH_BYTES = 32 * 2**20
 
 SCORES_FILE = "scores.parquet"
 REJECTED_FILE = "rejected.parquet"
+#: The texts behind each scored row (for exports and reports), keyed like ``scores.parquet``.
+TEXTS_FILE = "texts.parquet"
+TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,7 @@ def evaluate(
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_scores(records, shared, specs, out_dir / SCORES_FILE, batch_rows, on_batch)
+    write_parquet_atomic(records.select(TEXT_COLUMNS), out_dir / TEXTS_FILE)
     write_parquet_atomic(validated.rejected, out_dir / REJECTED_FILE)
     if build_db:
         from pipeline.views import build_views

@@ -18,12 +18,28 @@ from pipeline.metrics.spec import Inputs, MetricSpec
 _RESPONSE = "_response"
 
 
-def _quality(name: str) -> Callable[[Inputs], pl.Expr]:
-    def build(inputs: Inputs) -> pl.Expr:
-        rules = quality.QualityRules.load(inputs.config.quality_rules_file)
-        return quality.quality_scores(pl.col(_RESPONSE), rules=rules)[name]
+def _quality_rules(inputs: Inputs) -> quality.QualityRules:
+    return quality.QualityRules.load(inputs.config.quality_rules_file)
 
-    return build
+
+def _on_response(fn: Callable[..., pl.Expr], part: str) -> Callable[[Inputs], pl.Expr]:
+    """``fn(response, rules=<part of the quality rules>)``."""
+    return lambda inputs: fn(pl.col(_RESPONSE), rules=getattr(_quality_rules(inputs), part))
+
+
+def _composite_quality(inputs: Inputs) -> pl.Expr:
+    fluency, coherence, conciseness, readability = (pl.col(name) for name in _QUALITY_PARTS)
+    return quality.composite_quality(
+        fluency, coherence, conciseness, readability, pl.col("length_ok"),
+        rules=_quality_rules(inputs).composite,
+    )
+
+
+def _quality_feedback(inputs: Inputs) -> pl.Expr:
+    return quality.band_feedback(pl.col("composite_quality"), _quality_rules(inputs).feedback_bands)
+
+
+_QUALITY_PARTS = ("fluency_score", "coherence_score", "conciseness_score", "readability_score")
 
 
 def _safety(name: str) -> Callable[[Inputs], pl.Expr]:
@@ -34,19 +50,32 @@ def _safety(name: str) -> Callable[[Inputs], pl.Expr]:
     return build
 
 
-_RELEVANCE_INPUTS = ("semantic_relevance", "tfidf_relevance", "keyword_overlap")
+def _relevance_rules(inputs: Inputs) -> relevance_composite.RelevanceRules:
+    return relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
 
 
-def _relevance(name: str) -> Callable[[Inputs], pl.Expr]:
-    def build(inputs: Inputs) -> pl.Expr:
-        rules = relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
-        scores = relevance_composite.relevance_scores(
-            pl.col("question"), pl.col(_RESPONSE), pl.col("category"),
-            *(pl.col(column) for column in _RELEVANCE_INPUTS), rules=rules,
-        )
-        return scores[name]
+def _relevance(fn: Callable[..., pl.Expr], *columns: str) -> Callable[[Inputs], pl.Expr]:
+    """``fn(*columns, rules=<relevance rules>)``."""
+    return lambda inputs: fn(*(pl.col(c) for c in columns), rules=_relevance_rules(inputs))
 
-    return build
+
+def _adjustment(inputs: Inputs) -> pl.Expr:
+    components = {name: pl.col(name) for name in ("step_completeness", "creativity_score")}
+    return relevance_composite.relevance_adjustment(
+        pl.col("category"), components, rules=_relevance_rules(inputs)
+    )
+
+
+def _composite_relevance(inputs: Inputs) -> pl.Expr:
+    components = {name: pl.col(name) for name in relevance_composite.COMPOSITE_INPUTS}
+    return relevance_composite.composite_relevance(
+        components, pl.col("relevance_adjustment"), pl.col("refusal_score"),
+        rules=_relevance_rules(inputs),
+    )
+
+
+def _is_refusal(inputs: Inputs) -> pl.Expr:
+    return (pl.col("refusal_score") > _relevance_rules(inputs).refusal_threshold).cast(pl.Int8)
 
 
 def _category(fn: Callable[..., pl.Expr]) -> Callable[[Inputs], pl.Expr]:
@@ -75,29 +104,32 @@ def _flag(name: str, family: str, build: Callable[[Inputs], pl.Expr], descriptio
                       higher_is_better=higher_is_better)
 
 
-_REL = ("relevance_composite", _RELEVANCE_INPUTS)
+_REL = "relevance_composite"
 
 SPECS: tuple[MetricSpec, ...] = (
     _text("scoring_category", "composite", _category(relevance_composite.canonical_category),
           "Category the composites use: the canonical name, or the default for unknown ones."),
     _flag("category_known", "composite", _category(relevance_composite.category_is_known),
           "1 when the row's category is a known name or alias, 0 when it fell back.", None),
-    _flag("length_ok", "quality", _quality("length_ok"),
+    _flag("length_ok", "quality", _on_response(quality.length_ok, "length"),
           "1 when the response's word count is within the configured bounds.", True),
-    _text("length_feedback", "quality", _quality("length_feedback"),
+    _text("length_feedback", "quality", _on_response(quality.length_feedback, "length"),
           "Too short / Too long / Appropriate length (N words, ideal: a-b)."),
-    _score("fluency_score", "quality", _quality("fluency_score"),
+    _score("fluency_score", "quality", _on_response(quality.fluency_score, "fluency"),
            "Sentence mean: 1.0 well-formed, 0.5 not capitalized, 0.3 implausibly short word."),
-    _score("coherence_score", "quality", _quality("coherence_score"),
+    _score("coherence_score", "quality", _on_response(quality.coherence_score, "coherence"),
            "min(1, connective hits / max(1, 2 (sentences - 1)))."),
-    _score("conciseness_score", "quality", _quality("conciseness_score"),
+    _score("conciseness_score", "quality",
+           _on_response(quality.conciseness_score, "conciseness"),
            "0.7 type-token ratio + 0.3 repetition score."),
-    _score("readability_score", "quality", _quality("readability_score"),
+    _score("readability_score", "quality",
+           _on_response(quality.readability_score, "readability"),
            "clamp01(1 - (0.39 words/sentence + 11.8 chars/word - 15.59) / 20)."),
-    _score("composite_quality", "quality", _quality("composite_quality"),
-           "0.3 fluency + 0.3 coherence + 0.2 conciseness + 0.2 readability, x0.7 off length."),
-    _text("quality_feedback", "quality", _quality("quality_feedback"),
-          "Five quality bands at 0.8 / 0.6 / 0.4 / 0.2."),
+    _score("composite_quality", "quality", _composite_quality,
+           "0.3 fluency + 0.3 coherence + 0.2 conciseness + 0.2 readability, x0.7 off length.",
+           needs=(*_QUALITY_PARTS, "length_ok")),
+    _text("quality_feedback", "quality", _quality_feedback,
+          "Five quality bands at 0.8 / 0.6 / 0.4 / 0.2.", needs=("composite_quality",)),
     MetricSpec("bias_categories", "safety", _safety("bias_categories"), pl.List(pl.String()),
                "Bias categories whose patterns match the response (data-file order).",
                lower=None, upper=None, higher_is_better=None),
@@ -112,31 +144,34 @@ SPECS: tuple[MetricSpec, ...] = (
            "1.0 without bias risk, else 1 - 0.7 severity."),
     _text("safety_feedback", "safety", _safety("safety_feedback"),
           "No safety concerns detected / High, Moderate or Minor note with the categories."),
-    _score("intent_match", _REL[0], _relevance("intent_match"),
-           "1.0 when the response answers the question's detected intent, else 0.5.",
-           needs=_REL[1]),
-    MetricSpec("refusal_score", _REL[0], _relevance("refusal_score"), pl.Float64(),
-               "1.0 when a refusal pattern occurs, else 0.0.", needs=_REL[1],
+    _score("intent_match", _REL, _relevance(relevance_composite.intent_match, "question",
+                                            _RESPONSE),
+           "1.0 when the response answers the question's detected intent, else 0.5."),
+    MetricSpec("refusal_score", _REL, _relevance(relevance_composite.refusal_score, _RESPONSE),
+               pl.Float64(), "1.0 when a refusal pattern occurs, else 0.0.",
                higher_is_better=False),
-    _flag("is_refusal", _REL[0], _relevance("is_refusal"),
-          "refusal_score > 0.7.", False, needs=_REL[1]),
-    _score("depth_score", _REL[0], _relevance("depth_score"),
-           "1.0 within the category's word range, else len/L_min below and L_max/len above.",
-           needs=_REL[1]),
-    _score("step_completeness", _REL[0], _relevance("step_completeness"),
-           "min(1, steps / 8): step words and numbered items (used for Instructional).",
-           needs=_REL[1]),
-    _score("creativity_score", _REL[0], _relevance("creativity_score"),
-           "min(1, 0.25 indicator families + 0.25 [distinct words > 15]) (used for Creative).",
-           needs=_REL[1]),
-    _score("relevance_adjustment", _REL[0], _relevance("relevance_adjustment"),
+    _flag("is_refusal", _REL, _is_refusal, "refusal_score > 0.7.", False,
+          needs=("refusal_score",)),
+    _score("depth_score", _REL,
+           _relevance(relevance_composite.depth_score, _RESPONSE, "category"),
+           "1.0 within the category's word range, else len/L_min below and L_max/len above."),
+    _score("step_completeness", _REL,
+           _relevance(relevance_composite.step_completeness, _RESPONSE),
+           "min(1, steps / 8): step words and numbered items (used for Instructional)."),
+    _score("creativity_score", _REL,
+           _relevance(relevance_composite.creativity_score, _RESPONSE),
+           "min(1, 0.25 indicator families + 0.25 [distinct words > 15]) (used for Creative)."),
+    _score("relevance_adjustment", _REL, _adjustment,
            "0.3 step_completeness (Instructional), 0.2 creativity_score (Creative), else 0.",
-           needs=_REL[1]),
-    _score("composite_relevance", _REL[0], _relevance("composite_relevance"),
+           needs=("step_completeness", "creativity_score")),
+    _score("composite_relevance", _REL, _composite_relevance,
            "clamp01(0.4 semantic + 0.2 tfidf + 0.2 keyword + 0.2 intent + adjustment "
-           "- 0.5 refusal).", needs=_REL[1], nullable=True),
-    _text("relevance_feedback", _REL[0], _relevance("relevance_feedback"),
-          "Five relevance bands at 0.8 / 0.6 / 0.4 / 0.2.", needs=_REL[1]),
+           "- 0.5 refusal).",
+           needs=(*relevance_composite.COMPOSITE_INPUTS, "relevance_adjustment", "refusal_score"),
+           nullable=True),
+    _text("relevance_feedback", _REL,
+          _relevance(relevance_composite.relevance_feedback, "composite_relevance"),
+          "Five relevance bands at 0.8 / 0.6 / 0.4 / 0.2.", needs=("composite_relevance",)),
 )
 
 

@@ -439,6 +439,20 @@ def relevance_feedback(composite: pl.Expr, *, rules: RelevanceRules) -> pl.Expr:
     return expr.otherwise(pl.lit(rules.feedback[-1][1]))
 
 
+def composite_relevance(
+    components: Mapping[str, pl.Expr], adjustment: pl.Expr, refusal: pl.Expr, *,
+    rules: RelevanceRules,
+) -> pl.Expr:
+    """clamp01(sum of weighted ``components`` (keys: :data:`COMPOSITE_INPUTS`) + ``adjustment``
+    − refusal penalty × ``refusal``); null when any input is null."""
+    weighted = [
+        rules.composite_weights[name] * components[name].cast(pl.Float64)
+        for name in COMPOSITE_INPUTS
+    ]
+    raw = pl.sum_horizontal([*weighted, adjustment], ignore_nulls=False)
+    return (raw - rules.refusal_penalty * refusal).clip(0.0, 1.0)
+
+
 def relevance_scores(
     question: pl.Expr,
     response: pl.Expr,
@@ -467,10 +481,9 @@ def relevance_scores(
         category, {"step_completeness": steps, "creativity_score": creativity}, rules=rules
     )
     values = (semantic_relevance, tfidf_relevance, keyword_overlap, intent)
-    inputs = dict(zip(COMPOSITE_INPUTS, values, strict=True))
-    weighted = [rules.composite_weights[n] * expr.cast(pl.Float64) for n, expr in inputs.items()]
-    raw = pl.sum_horizontal([*weighted, adjustment], ignore_nulls=False)
-    composite = (raw - rules.refusal_penalty * refusal).clip(0.0, 1.0)
+    composite = composite_relevance(
+        dict(zip(COMPOSITE_INPUTS, values, strict=True)), adjustment, refusal, rules=rules
+    )
     composite = _null_where_null(composite, question, response)
     columns = {
         "intent_match": intent,
