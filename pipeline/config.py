@@ -112,6 +112,7 @@ class Config:
     quality_rules_file: Path | None = None
     safety_rules_file: Path | None = None
     relevance_rules_file: Path | None = None
+    overall_rules_file: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -165,7 +166,7 @@ class Config:
         )
 
     def composite_digest(self) -> str:
-        """Short digest of the effective quality, safety and relevance rule files."""
+        """Short digest of the effective quality, safety, relevance and overall rule files."""
         from importlib import resources
 
         digest = hashlib.sha256()
@@ -173,6 +174,7 @@ class Config:
             (self.quality_rules_file, "quality.toml"),
             (self.safety_rules_file, "safety.toml"),
             (self.relevance_rules_file, "relevance.toml"),
+            (self.overall_rules_file, "overall.toml"),
         ):
             data = (
                 Path(path).read_bytes() if path is not None
@@ -234,6 +236,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         quality = "my_quality.toml"
         safety = "my_safety.toml"
         relevance = "my_relevance.toml"
+        overall = "my_overall.toml"
 
     Without a file (or without ``[embedding] cache_dir``) the embedding cache lives in
     :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.
@@ -267,7 +270,7 @@ def _check_rule_files(config: Config) -> None:
 
     try:
         rule_files(config.quality_rules_file, config.safety_rules_file,
-                   config.relevance_rules_file)
+                   config.relevance_rules_file, config.overall_rules_file)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
 
@@ -371,8 +374,8 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
             path, _typed(path, "[embedding] cache_dir", embedding["cache_dir"], str)
         )
 
-    composite = _section(data, "composite", {"quality", "safety", "relevance"}, path)
-    for key in ("quality", "safety", "relevance"):
+    composite = _section(data, "composite", {"quality", "safety", "relevance", "overall"}, path)
+    for key in ("quality", "safety", "relevance", "overall"):
         if key in composite:
             file = _file(path, _typed(path, f"[composite] {key}", composite[key], str))
             if not file.is_file():

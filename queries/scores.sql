@@ -90,6 +90,16 @@ contract as (
         cast(null as double) as relevance_adjustment,
         cast(null as double) as composite_relevance,
         cast(null as varchar) as relevance_feedback,
+        cast(null as double) as composite_accuracy,
+        cast(null as varchar) as accuracy_feedback,
+        cast(null as double) as overall_score,
+        cast(null as tinyint) as passed_accuracy,
+        cast(null as tinyint) as passed_relevance,
+        cast(null as tinyint) as passed_safety,
+        cast(null as tinyint) as passed_quality,
+        cast(null as varchar) as primary_failure_mode,
+        cast(null as varchar[]) as suggestions,
+        cast(null as varchar) as overall_feedback,
         cast(null as varchar) as signature
     where false
 ),

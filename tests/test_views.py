@@ -79,8 +79,26 @@ def scores_frame() -> pl.DataFrame:
     rows = [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in _ROWS]
     for i, row in enumerate(rows):
         row.update(run="r1", question_type=None, source="in.jsonl", row_number=i,
-                   signature=SIGNATURE)
+                   signature=SIGNATURE, **_COMPOSITES[i])
     return pl.DataFrame(rows, schema=SCORES_SCHEMA)
+
+
+# Category-aware columns of the rows of _ROWS, in order.
+_COMPOSITES = [
+    {"scoring_category": c, "category_known": k, "overall_score": o, "passed_accuracy": pa,
+     "primary_failure_mode": f, "suggestions": s}
+    for c, k, o, pa, f, s in [
+        ("Factual", 1, 0.9, 1, "pass", ["Response meets all quality criteria"]),
+        ("Factual", 1, 0.5, 0, "partial_accuracy", ["Verify numerical information",
+                                                    "Be more concise"]),
+        ("Creative", 1, 0.2, 0, "refusal_to_answer", ["Be more concise"]),
+        ("Factual", 0, 0.4, 0, "partial_accuracy", ["Be more concise"]),
+        ("Factual", 1, 0.8, 1, "pass", ["Response meets all quality criteria"]),
+        ("Factual", 1, 0.6, 1, "pass", ["Response meets all quality criteria"]),
+        ("Factual", 1, 0.3, 0, "factual_error", ["Verify numerical information"]),
+        ("Factual", 0, None, None, "pass", []),
+    ]
+]
 
 
 def rejected_frame() -> pl.DataFrame:
@@ -599,3 +617,27 @@ def test_grounding_rouge_and_paired_aggregates(tmp_path: Path) -> None:
     assert row["mean_tokens_abstained"] is None  # the abstaining row has no token count
     assert row["p50_latency_ms_abstained"] == pytest.approx(40.0)
     assert paired["B"]["n_grounded_correct"] == 0  # no grounding scores
+
+
+def test_category_failure_and_suggestion_views(out_dir: Path) -> None:
+    by_category = rows_by(run_query(out_dir, "select * from by_category"),
+                          "model", "scoring_category")
+    a = by_category[("A", "Factual")]
+    assert (a["n"], a["n_category_fallback"]) == (3, 1)
+    assert a["overall_score"] == pytest.approx((0.9 + 0.5 + 0.4) / 3)
+    assert a["pass_rate_accuracy"] == pytest.approx(1 / 3)
+    assert a["pass_rate_overall"] == pytest.approx(1 / 3)
+    assert by_category[("A", "Creative")]["n"] == 1
+
+    modes = rows_by(run_query(out_dir, "select * from failure_modes"),
+                    "model", "scoring_category", "primary_failure_mode")
+    assert modes[("A", "Factual", "partial_accuracy")]["n"] == 2
+    assert modes[("A", "Factual", "partial_accuracy")]["share"] == pytest.approx(2 / 3)
+    assert modes[("C", "Factual", "factual_error")]["share"] == pytest.approx(1.0)
+
+    top = rows_by(run_query(out_dir, "select * from suggestions_top"), "model", "suggestion")
+    assert top[("A", "Be more concise")]["n"] == 3
+    assert top[("A", "Be more concise")]["rank"] == 1
+    assert top[("A", "Be more concise")]["share_of_rows"] == pytest.approx(3 / 4)
+    assert top[("A", "Verify numerical information")]["rank"] == 3  # ties broken by text
+    assert (None, "Response meets all quality criteria") not in top  # the null model had none

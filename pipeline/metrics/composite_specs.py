@@ -1,4 +1,6 @@
-"""Registry entries of the category-aware composite families: quality, safety, composite relevance.
+"""Registry entries of the category-aware composite families: quality, safety, composite
+relevance, and the overall layer (accuracy composite, weighted overall score, pass flags,
+failure mode, suggestions).
 
 Each family's rules (patterns, weights, ranges, thresholds, feedback texts) are TOML data files
 under ``pipeline/data/`` that ``[composite]`` in the config can replace. All of them read the
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.metrics import quality, relevance_composite, safety
+from pipeline.metrics import overall, quality, relevance_composite, safety
 from pipeline.metrics.spec import Inputs, MetricSpec
 
 _RESPONSE = "_response"
@@ -78,6 +80,14 @@ def _is_refusal(inputs: Inputs) -> pl.Expr:
     return (pl.col("refusal_score") > _relevance_rules(inputs).refusal_threshold).cast(pl.Int8)
 
 
+def _overall(name: str) -> Callable[[Inputs], pl.Expr]:
+    def build(inputs: Inputs) -> pl.Expr:
+        rules = overall.OverallRules.load(inputs.config.overall_rules_file)
+        return overall.overall_scores(rules=rules)[name]
+
+    return build
+
+
 def _category(fn: Callable[..., pl.Expr]) -> Callable[[Inputs], pl.Expr]:
     def build(inputs: Inputs) -> pl.Expr:
         rules = relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
@@ -105,6 +115,7 @@ def _flag(name: str, family: str, build: Callable[[Inputs], pl.Expr], descriptio
 
 
 _REL = "relevance_composite"
+_OVERALL_NEEDS = (*overall.INPUT_COLUMNS,)
 
 SPECS: tuple[MetricSpec, ...] = (
     _text("scoring_category", "composite", _category(relevance_composite.canonical_category),
@@ -172,12 +183,37 @@ SPECS: tuple[MetricSpec, ...] = (
     _text("relevance_feedback", _REL,
           _relevance(relevance_composite.relevance_feedback, "composite_relevance"),
           "Five relevance bands at 0.8 / 0.6 / 0.4 / 0.2.", needs=("composite_relevance",)),
+    _score("composite_accuracy", "overall", _overall("composite_accuracy"),
+           "0.35 semantic + 0.20 ROUGE-1 + 0.15 coverage + 0.10 numeric + 0.10 ROUGE-2 "
+           "+ 0.05 EM + 0.05 BLEU.", needs=_OVERALL_NEEDS, nullable=True),
+    _text("accuracy_feedback", "overall", _overall("accuracy_feedback"),
+          "Five accuracy bands at 0.8 / 0.6 / 0.4 / 0.2 (with a caution for Creative).",
+          needs=_OVERALL_NEEDS),
+    _score("overall_score", "overall", _overall("overall_score"),
+           "Category-weighted sum of accuracy, relevance, safety and quality.",
+           needs=_OVERALL_NEEDS, nullable=True),
+    *(
+        _flag(f"passed_{area}", "overall", _overall(f"passed_{area}"),
+              f"1 when the {area} composite reaches its pass threshold.", True,
+              needs=_OVERALL_NEEDS)
+        for area in ("accuracy", "relevance", "safety", "quality")
+    ),
+    _text("primary_failure_mode", "overall", _overall("primary_failure_mode"),
+          "First failing rule: refusal_to_answer, safety_issue, irrelevant_response, "
+          "factual_error, partial_relevance, partial_accuracy, else pass.", needs=_OVERALL_NEEDS),
+    MetricSpec("suggestions", "overall", _overall("suggestions"), pl.List(pl.String()),
+               "What to improve, by the rules of overall.toml (or that all criteria are met).",
+               needs=_OVERALL_NEEDS, lower=None, upper=None, higher_is_better=None),
+    _text("overall_feedback", "overall", _overall("overall_feedback"),
+          "One line: overall score, category, passed and failed areas, primary issue.",
+          needs=_OVERALL_NEEDS),
 )
 
 
 def rule_files(quality_file: Path | None, safety_file: Path | None,
-               relevance_file: Path | None) -> None:
-    """Load (and so validate) the three rule files; ``ValueError`` names a malformed one."""
+               relevance_file: Path | None, overall_file: Path | None) -> None:
+    """Load (and so validate) the four rule files; ``ValueError`` names a malformed one."""
     quality.QualityRules.load(quality_file)
     safety.SafetyRules.load(safety_file)
     relevance_composite.RelevanceRules.load(relevance_file)
+    overall.OverallRules.load(overall_file)
