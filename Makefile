@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_answer_metrics.py
 	$(BIN)/python bench/bench_lexical.py
 	$(BIN)/python bench/bench_embeddings.py
+	$(BIN)/python bench/bench_composite.py
 
 sample: $(STAMP)
 	$(BIN)/python data/generate_sample.py --out $(SAMPLE)
