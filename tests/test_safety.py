@@ -226,7 +226,7 @@ def test_overriding_the_file_changes_the_result(tmp_path):
         ('"however", ', '"however ", "-x", ', "perspective.balanced_indicators[2]"),
         ('name = "climate_denial"', 'name = "hate_speech"', "duplicate category 'hate_speech'"),
         ('detect = "unbalanced_perspective"', 'detect = "magic"', "categories[5].detect"),
-        ("[scoring]", "[scoring", "not a valid TOML file"),
+        ("[scoring]", "[scoring", "not valid TOML"),
         ("{ min_severity = 0.0,", "{ min_severity = 0.4,", "below the lowest feedback level"),
     ],
 )

@@ -1,1 +1,1 @@
-"""Package data: the stopword list and synonym groups used by the keyword metrics."""
+"""Package data: stopwords and synonyms of the keyword metrics; TOML rules of the composites."""

@@ -41,11 +41,9 @@ from __future__ import annotations
 
 import math
 import operator
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +52,7 @@ import polars as pl
 
 from pipeline.metrics.common import flag
 from pipeline.metrics.quality import _bands, _Table, band_feedback
+from pipeline.metrics.rules import read_rules
 
 OVERALL_FILE = "overall.toml"
 CATEGORIES = ("Factual", "Explanatory", "Instructional", "Creative", "Sensitive")
@@ -151,15 +150,7 @@ class OverallRules:
 
 @cache
 def _load(path: Path | None) -> OverallRules:
-    if path is None:
-        source = f"pipeline/data/{OVERALL_FILE}"
-        text = resources.files("pipeline.data").joinpath(OVERALL_FILE).read_text(encoding="utf-8")
-    else:
-        source, text = str(path), path.read_text(encoding="utf-8")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{source}: not valid TOML: {error}") from error
+    data, source = read_rules(path, OVERALL_FILE)
     root = _Table(data, source, "")
     accuracy = root.table("accuracy_weights")
     weights = _weights(accuracy, ACCURACY_INPUTS)

@@ -51,11 +51,9 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,6 +61,7 @@ import polars as pl
 
 from pipeline.metrics.common import flag, safe_div
 from pipeline.metrics.keywords import keyword_words
+from pipeline.metrics.rules import read_rules
 from pipeline.text.sentences import split_sentences
 
 QUALITY_FILE = "quality.toml"
@@ -216,15 +215,7 @@ class QualityRules:
 
 @cache
 def _load(path: Path | None) -> QualityRules:
-    if path is None:
-        source = f"pipeline/data/{QUALITY_FILE}"
-        text = resources.files("pipeline.data").joinpath(QUALITY_FILE).read_text(encoding="utf-8")
-    else:
-        source, text = str(path), path.read_text(encoding="utf-8")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{source}: not valid TOML: {error}") from error
+    data, source = read_rules(path, QUALITY_FILE)
     root = _Table(data, source, "")
     length, fluency, coherence, conciseness, readability, composite, feedback = (
         root.table(name)

@@ -40,11 +40,9 @@ response score; any null input makes the adjustment, composite and feedback null
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -52,6 +50,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.metrics.common import flag
+from pipeline.metrics.rules import read_rules
 
 RULES_FILE = "relevance.toml"
 WORD = r"\w+(?:'\w+)*"
@@ -164,21 +163,10 @@ class _Reader:
         return tuple(self.regex(p, f"{key}[{i}]") for i, p in enumerate(value))
 
 
-def _read(path: Path | None) -> tuple[str, str]:
-    if path is None:
-        text = resources.files("pipeline.data").joinpath(RULES_FILE).read_text(encoding="utf-8")
-        return text, f"pipeline/data/{RULES_FILE}"
-    return path.read_text(encoding="utf-8"), str(path)
-
-
 @cache
 def _load(path: Path | None) -> RelevanceRules:
-    text, source = _read(path)
+    doc, source = read_rules(path, RULES_FILE)
     r = _Reader(source)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{source}: not valid TOML: {error}") from None
 
     cats = r.table(doc, "categories")
     names = cats.get("names")

@@ -28,16 +28,15 @@ vaccines cause autism") matches like the claim itself.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from pipeline.metrics.common import flag
+from pipeline.metrics.rules import read_rules
 
 SAFETY_FILE = "safety.toml"
 #: ``detect`` value of the category matched by the perspective rule instead of patterns.
@@ -91,15 +90,7 @@ class SafetyRules:
         >>> [c.name for c in SafetyRules.load().categories][:2]
         ['hate_speech', 'medical_misinformation']
         """
-        if path is None:
-            data = resources.files("pipeline.data").joinpath(SAFETY_FILE).read_bytes()
-            source = f"pipeline/data/{SAFETY_FILE}"
-        else:
-            data, source = Path(path).read_bytes(), str(path)
-        try:
-            raw = tomllib.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            raise ValueError(f"{source}: not a valid TOML file: {err}") from err
+        raw, source = read_rules(None if path is None else Path(path), SAFETY_FILE)
         return _parse(raw, source)
 
 
