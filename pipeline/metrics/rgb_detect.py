@@ -63,7 +63,8 @@ DEFAULT_ERROR_KEYWORDS: tuple[str, ...] = (
 
 def _nonempty_folded(phrases: Sequence[str]) -> list[tuple[str, str]]:
     """(configured, folded) pairs in list order, without phrases that fold to ``""``."""
-    return [(p, f) for p, f in zip(phrases, fold_phrases(phrases), strict=True) if f]
+    folded = fold_phrases(phrases)
+    return [(phrase, folded[i]) for i, phrase in enumerate(phrases) if folded[i]]
 
 
 def _rejection_candidates(
