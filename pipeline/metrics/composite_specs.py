@@ -76,10 +76,6 @@ def _composite_relevance(inputs: Inputs) -> pl.Expr:
     )
 
 
-def _is_refusal(inputs: Inputs) -> pl.Expr:
-    return (pl.col("refusal_score") > _relevance_rules(inputs).refusal_threshold).cast(pl.Int8)
-
-
 def _overall(name: str) -> Callable[[Inputs], pl.Expr]:
     def build(inputs: Inputs) -> pl.Expr:
         rules = overall.OverallRules.load(inputs.config.overall_rules_file)
@@ -161,7 +157,8 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("refusal_score", _REL, _relevance(relevance_composite.refusal_score, _RESPONSE),
                pl.Float64(), "1.0 when a refusal pattern occurs, else 0.0.",
                higher_is_better=False),
-    _flag("is_refusal", _REL, _is_refusal, "refusal_score > 0.7.", False,
+    _flag("is_refusal", _REL, _relevance(relevance_composite.is_refusal, "refusal_score"),
+          "refusal_score > 0.7.", False,
           needs=("refusal_score",)),
     _score("depth_score", _REL,
            _relevance(relevance_composite.depth_score, _RESPONSE, "category"),

@@ -427,6 +427,11 @@ def relevance_feedback(composite: pl.Expr, *, rules: RelevanceRules) -> pl.Expr:
     return expr.otherwise(pl.lit(rules.feedback[-1][1]))
 
 
+def is_refusal(refusal: pl.Expr, *, rules: RelevanceRules) -> pl.Expr:
+    """1 where ``refusal`` exceeds the configured threshold (Int8)."""
+    return flag(refusal > rules.refusal_threshold)
+
+
 def composite_relevance(
     components: Mapping[str, pl.Expr], adjustment: pl.Expr, refusal: pl.Expr, *,
     rules: RelevanceRules,
@@ -476,7 +481,7 @@ def relevance_scores(
     columns = {
         "intent_match": intent,
         "refusal_score": refusal,
-        "is_refusal": flag(refusal > rules.refusal_threshold),
+        "is_refusal": is_refusal(refusal, rules=rules),
         "depth_score": depth_score(response, category, rules=rules),
         "step_completeness": steps,
         "creativity_score": creativity,
