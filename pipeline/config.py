@@ -18,6 +18,11 @@ from types import MappingProxyType
 from typing import Any
 
 from pipeline import __version__
+from pipeline.metrics.rgb_detect import (
+    DEFAULT_ERROR_KEYWORDS,
+    DEFAULT_PRIMARY_REJECTIONS,
+    DEFAULT_SECONDARY_REJECTIONS,
+)
 from pipeline.schema import RECORD_SCHEMA
 
 #: Phrases whose presence marks a response as an abstention (matched case-insensitively after
@@ -63,6 +68,12 @@ SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
 DEFAULT_EMBEDDING_BATCH_SIZE = 64
 #: Minimum cosine between a sentence and its cited passage for the sentence to be supported.
 DEFAULT_TAU_SIM = 0.65
+
+
+#: RGB answer-matching modes (see ``docs/rgb.md``): lenient normalized matching, normalized
+#: equality, or the published benchmark script's rules.
+RGB_MODES: tuple[str, ...] = ("flexible", "strict", "official")
+DEFAULT_RGB_MODE = "flexible"
 
 
 def default_cache_dir() -> Path:
@@ -113,6 +124,11 @@ class Config:
     safety_rules_file: Path | None = None
     relevance_rules_file: Path | None = None
     overall_rules_file: Path | None = None
+    #: RGB suite: answer-matching mode and the phrase lists of the lenient checks.
+    rgb_mode: str = DEFAULT_RGB_MODE
+    rgb_primary_rejections: tuple[str, ...] = DEFAULT_PRIMARY_REJECTIONS
+    rgb_secondary_rejections: tuple[str, ...] = DEFAULT_SECONDARY_REJECTIONS
+    rgb_error_keywords: tuple[str, ...] = DEFAULT_ERROR_KEYWORDS
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -140,6 +156,17 @@ class Config:
                 f"[embedding] backend {backend!r} is unknown: use one of "
                 f"{', '.join(EMBEDDING_BACKENDS)} or '{SENTENCE_TRANSFORMERS_PREFIX}<name or path>'"
             )
+        if self.rgb_mode not in RGB_MODES:
+            raise ConfigError(
+                f"[rgb] mode {self.rgb_mode!r} is unknown: use one of {', '.join(RGB_MODES)}"
+            )
+        for key, phrases in (
+            ("primary_rejections", self.rgb_primary_rejections),
+            ("secondary_rejections", self.rgb_secondary_rejections),
+            ("error_keywords", self.rgb_error_keywords),
+        ):
+            if any(not p.strip() for p in phrases):
+                raise ConfigError(f"[rgb] {key} must not contain empty strings")
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
 
     def with_metrics(self, metrics: tuple[str, ...] | None) -> Config:
@@ -162,8 +189,16 @@ class Config:
             f"unans:{','.join(self.unanswerable_types)}|"
             f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}|bleu:13a-exp-eff|"
             f"kw:{self.keyword_digest()}|tfidf:corpus-distinct|"
-            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|comp:{self.composite_digest()}"
+            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|comp:{self.composite_digest()}|"
+            f"rgb:{self.rgb_mode}-{self.rgb_phrase_digest()}"
         )
+
+    def rgb_phrase_digest(self) -> str:
+        """Short digest of the RGB rejection phrases and error keywords."""
+        lists = (self.rgb_primary_rejections, self.rgb_secondary_rejections,
+                 self.rgb_error_keywords)
+        text = "\0".join("\n".join(phrases) for phrases in lists)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
 
     def composite_digest(self) -> str:
         """Short digest of the effective quality, safety, relevance and overall rule files."""
@@ -194,7 +229,7 @@ class Config:
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
-             "grounding", "composite"}
+             "grounding", "composite", "rgb"}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
@@ -231,6 +266,12 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 
         [grounding]
         tau_sim = 0.65
+
+        [rgb]                      # RGB robustness suite (docs/rgb.md)
+        mode = "flexible"          # or "strict", or "official" (the benchmark script's rules)
+        primary_rejections = ["insufficient information in documents", "cannot answer"]
+        secondary_rejections = ["i don't know", "not mentioned"]
+        error_keywords = ["incorrect", "wrong", "factual errors"]
 
         [composite]                # replace the rule files of the composite families
         quality = "my_quality.toml"
@@ -381,6 +422,18 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
             if not file.is_file():
                 raise ConfigError(f"{path}: [composite] {key} file not found: {file}")
             values[f"{key}_rules_file"] = file
+
+    rgb = _section(
+        data, "rgb", {"mode", "primary_rejections", "secondary_rejections", "error_keywords"}, path
+    )
+    if "mode" in rgb:
+        values["rgb_mode"] = _typed(path, "[rgb] mode", rgb["mode"], str)
+    for key in ("primary_rejections", "secondary_rejections", "error_keywords"):
+        if key in rgb:
+            value = rgb[key]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: [rgb] {key} must be a list of strings")
+            values[f"rgb_{key}"] = tuple(value)
 
     grounding = _section(data, "grounding", {"tau_sim"}, path)
     if "tau_sim" in grounding:

@@ -31,7 +31,22 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "completion_tokens": pl.Int64(),
     "total_tokens": pl.Int64(),
     "latency_ms": pl.Float64(),
+    # RGB robustness suite (see docs/rgb.md); null on rows that are not RGB rows.
+    "task": pl.String(),
+    "language": pl.String(),
+    "answer_groups": pl.List(pl.List(pl.String())),
+    "counterfactual_answer": pl.String(),
 }
+
+#: The four RGB settings a row's ``task`` may name (Chen et al. 2023).
+RGB_TASKS: tuple[str, ...] = (
+    "noise_robustness",
+    "negative_rejection",
+    "information_integration",
+    "counterfactual_robustness",
+)
+#: RGB tasks whose rows are checked against their ``answer_groups`` (all but negative rejection).
+RGB_ANSWERED_TASKS: tuple[str, ...] = tuple(t for t in RGB_TASKS if t != "negative_rejection")
 
 OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c for c in RECORD_SCHEMA if c not in REQUIRED_COLUMNS)
 
@@ -48,6 +63,8 @@ KEY_COLUMNS: tuple[str, ...] = (
     "category",
     "noise_level",
     "question_type",
+    "task",
+    "language",
     SOURCE_COLUMN,
     ROW_COLUMN,
 )

@@ -48,6 +48,8 @@ from pipeline.schema import (
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
     REQUIRED_COLUMNS,
+    RGB_ANSWERED_TASKS,
+    RGB_TASKS,
     ROW_COLUMN,
     SOURCE_COLUMN,
 )
@@ -64,7 +66,7 @@ NON_NEGATIVE_COLUMNS: tuple[str, ...] = (
 #: Citation columns whose numbers index ``contexts`` (1-based).
 CITATION_COLUMNS: tuple[str, ...] = ("citations", "gold_citations")
 #: Columns that identify a record within one file.
-KEY: tuple[str, ...] = ("id", "model", "run", "noise_level")
+KEY: tuple[str, ...] = ("id", "model", "run", "noise_level", "task")
 
 #: Largest magnitude up to which every integral float is exactly one integer.
 MAX_EXACT_FLOAT = 2.0**53
@@ -89,6 +91,10 @@ def _json_array(item: str) -> str:
 
 _INT_LIST_TEXT = _json_array(_JSON_INT)
 _STRING_LIST_TEXT = _json_array(_JSON_STRING)
+_STRING_LIST = _STRING_LIST_TEXT.removeprefix("^").removesuffix("$")
+_STRING_LISTS_TEXT = _json_array(_STRING_LIST)
+#: Nested list columns: a list of non-empty lists of strings (``answer_groups``).
+GROUPS = pl.List(pl.List(pl.String()))
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,8 @@ def _parse(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Exp
         return _text(column, col, dtype)
     if target in (pl.Int64(), pl.Float64()):
         return _number(column, col, dtype, integer=target == pl.Int64())
+    if target == GROUPS:
+        return _groups(column, col, dtype)
     if isinstance(target, pl.List):
         return _list(column, col, dtype, target)
     raise AssertionError(f"no parser for canonical dtype {target}")  # pragma: no cover
@@ -301,6 +309,45 @@ def _list(
     ]
 
 
+def _groups(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[pl.Expr]]:
+    """A list of groups of alternatives: every group a non-empty list of non-null strings.
+
+    Accepted as a nested list column or as JSON text (``[["Paris"], ["1912", "in 1912"]]``).
+    """
+    expected = "a list of non-empty lists of strings"
+    value: pl.Expr
+    if dtype == pl.String() or dtype == JSON_VALUE:
+        if dtype == JSON_VALUE:
+            kind = col.struct.field("kind")
+            text = pl.when(kind == "list").then(col.struct.field("json"))
+            shown = pl.when(kind == "list").then(_quoted(text)).otherwise(kind)
+            present = kind.is_not_null()
+        else:
+            text = pl.when(col.str.strip_chars() != "").then(col)
+            shown = _quoted(text)
+            present = text.is_not_null()
+        parsed = pl.when(text.str.contains(_STRING_LISTS_TEXT)).then(text).str.json_decode(GROUPS)
+        value = pl.when(_complete_groups(parsed)).then(parsed)
+        return value, [_when(present & value.is_null(), _got(column, expected, shown))]
+    nested = isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.List)
+    if not (nested and _as_text(dtype.inner.inner)):  # type: ignore[union-attr]
+        shown = pl.lit(_kind(dtype) if not isinstance(dtype, pl.List) else str(dtype).lower())
+        return pl.lit(None, GROUPS), [_when(col.is_not_null(), _got(column, expected, shown))]
+    value = col.cast(GROUPS)
+    complete = _complete_groups(value)
+    shown = pl.lit("a null or empty group or a null alternative")
+    return pl.when(complete).then(value), [
+        _when(col.is_not_null() & ~complete, _got(column, expected, shown))
+    ]
+
+
+def _complete_groups(groups: pl.Expr) -> pl.Expr:
+    """Every group is non-empty and has no null alternative (false for a null list)."""
+    element = pl.element()
+    ok = (element.list.len() > 0) & (element.list.drop_nulls().list.len() == element.list.len())
+    return groups.list.eval(ok.fill_null(False)).list.all().fill_null(False)
+
+
 def _decode(text: pl.Expr, target: pl.List) -> pl.Expr:
     """JSON array text -> list; null unless the text is an array of the exact element type.
 
@@ -327,6 +374,18 @@ def _value_checks(column: str, present: Sequence[str]) -> list[pl.Expr]:
                 pl.lit(f"{column}: is null (required)"),
             )
         )
+    if column == "task":
+        unknown = value.is_not_null() & ~value.is_in(RGB_TASKS)
+        message = pl.format(f"task: unknown task {{}}; known: {', '.join(RGB_TASKS)}",
+                            _quoted(value))
+        checks.append(_when(unknown, message))
+        groups = pl.col(_value("answer_groups")) if "answer_groups" in present else pl.lit(None)
+        answered = value.is_in(RGB_ANSWERED_TASKS) & groups.is_null()
+        checks.append(_when(
+            answered & pl.col(_problem("answer_groups")).is_null()
+            if "answer_groups" in present else answered,
+            pl.format("task: {} rows need answer_groups", value),
+        ))
     if column in NON_NEGATIVE_COLUMNS:
         negative = pl.format(f"{column}: must not be negative, got {{}}", value)
         checks.append(_when(value < 0, negative))

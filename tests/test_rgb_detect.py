@@ -11,7 +11,6 @@ from pipeline.metrics.rgb_detect import (
     CHINESE_REJECTION,
     DEFAULT_PRIMARY_REJECTIONS,
     DEFAULT_SECONDARY_REJECTIONS,
-    rgb_error_corrected,
     rgb_error_detected,
     rgb_rejected,
     rgb_rejection_phrase,
@@ -34,16 +33,6 @@ def rejection(responses, *, chinese=False, **kwargs):
 def detected(responses, fakes, **kwargs):
     frame = pl.DataFrame({"r": responses, "f": fakes}, schema={"r": pl.String, "f": pl.String})
     out = frame.select(rgb_error_detected(pl.col("r"), pl.col("f"), **kwargs).alias("x"))
-    assert out.schema["x"] == pl.Int8
-    return out["x"].to_list()
-
-
-def corrected(responses, groups, fakes):
-    frame = pl.DataFrame(
-        {"r": responses, "g": groups, "f": fakes},
-        schema={"r": pl.String, "g": GROUPS, "f": pl.String},
-    )
-    out = frame.select(rgb_error_corrected(pl.col("r"), pl.col("g"), pl.col("f")).alias("x"))
     assert out.schema["x"] == pl.Int8
     return out["x"].to_list()
 
@@ -201,23 +190,3 @@ def test_fake_answer_is_folded_and_null_or_empty_fake_disables_only_those_forms(
 
 def test_error_detection_null_response():
     assert detected([None, "wrong"], ["x", None]) == [None, 1]
-
-
-# --- error correction ----------------------------------------------------------------------------
-
-
-def test_error_corrected_cases():
-    responses = [
-        "It was 1990.",  # only the fake answer
-        "The documents say 1990, but it was 2004.",  # both
-        "2004.",  # only the true answer
-        "No idea.",  # neither
-    ]
-    groups = [[["2004"]]] * 4
-    assert corrected(responses, groups, ["1990"] * 4) == [0, 1, 1, 0]
-
-
-def test_error_corrected_nulls():
-    assert corrected(
-        [None, "2004", "2004"], [[["2004"]], None, [["2004"]]], ["1990", "1990", None]
-    ) == [None, None, None]

@@ -17,7 +17,15 @@ from collections.abc import Callable, Iterable
 import polars as pl
 
 from pipeline.config import Config
-from pipeline.metrics import abstention, answer, citation, composite_specs, text_specs, usage
+from pipeline.metrics import (
+    abstention,
+    answer,
+    citation,
+    composite_specs,
+    rgb_specs,
+    text_specs,
+    usage,
+)
 from pipeline.metrics.spec import Inputs, MetricSpec, candidate
 from pipeline.text.normalize import lower_collapse
 from pipeline.text.tokenize import squad_tokens
@@ -246,7 +254,9 @@ _CORE_SPECS: tuple[MetricSpec, ...] = (
     ),
 )
 
-_SPECS: tuple[MetricSpec, ...] = (*_CORE_SPECS, *text_specs.SPECS, *composite_specs.SPECS)
+_SPECS: tuple[MetricSpec, ...] = (
+    *_CORE_SPECS, *text_specs.SPECS, *composite_specs.SPECS, *rgb_specs.SPECS
+)
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
 FAMILIES: dict[str, tuple[str, ...]] = {}
 for _spec in _SPECS:

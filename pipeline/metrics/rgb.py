@@ -226,3 +226,13 @@ def flexible_correct(response: pl.Expr, answer_groups: pl.Expr, *, strict: bool 
         return _flexible_alternative_matches(long, strict=strict)
 
     return _all_groups_matched(response, answer_groups, matches)
+
+
+def official_rejection_phrase(response: pl.Expr, *, chinese: pl.Expr | bool) -> pl.Expr:
+    """The official rejection phrase the response contains, in script order (String, or null)."""
+    text = _official_text(response, chinese)
+    found = [
+        pl.when(text.str.contains(phrase, literal=True)).then(pl.lit(phrase, dtype=pl.String))
+        for phrase in REJECTION_PHRASES
+    ]
+    return pl.coalesce(found).cast(pl.String)

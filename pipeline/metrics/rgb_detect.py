@@ -1,4 +1,4 @@
-"""Lenient rejection, error-detection and error-correction checks for the RGB benchmark.
+"""Lenient rejection and error-detection checks for the RGB benchmark.
 
 The official RGB script (see :mod:`pipeline.metrics.rgb`) recognizes only two case-sensitive
 phrases per check. These checks accept the wider wording models actually use. Every text is
@@ -16,7 +16,6 @@ import polars as pl
 
 from pipeline.metrics.abstention import fold, fold_phrases
 from pipeline.metrics.common import flag
-from pipeline.metrics.rgb import flexible_correct
 
 #: Rejection phrases RGB instructs models to use, and their common shortenings.
 DEFAULT_PRIMARY_REJECTIONS: tuple[str, ...] = (
@@ -170,22 +169,3 @@ def rgb_error_detected(
     if pattern is not None:
         detected = detected | folded.str.contains(pattern).fill_null(False)
     return pl.when(response.is_not_null()).then(flag(detected))
-
-
-def rgb_error_corrected(response: pl.Expr, answer_groups: pl.Expr, fake_answer: pl.Expr) -> pl.Expr:
-    """1 when the response gives the true answer on a counterfactual row (Int8).
-
-    Exactly ``flexible_correct(response, answer_groups)`` (non-strict) where the response,
-    ``answer_groups`` and ``fake_answer`` are all non-null, and null otherwise (a null fake
-    answer marks a row that is not counterfactual). The fake answer is not otherwise consulted:
-    a response naming both the true and the fake answer is 1, one naming only the fake answer is
-    0 because it does not match the true answer.
-
-    >>> df = pl.DataFrame({"r": ["It is 2004, not 1990.", "It is 1990."],
-    ...                    "g": [[["2004"]], [["2004"]]], "f": ["1990", "1990"]})
-    >>> df.select(rgb_error_corrected(pl.col("r"), pl.col("g"), pl.col("f")).alias("x"))[
-    ...     "x"].to_list()
-    [1, 0]
-    """
-    correct = flexible_correct(response, answer_groups)
-    return pl.when(fake_answer.is_not_null()).then(correct).cast(pl.Int8)
