@@ -12,8 +12,9 @@ database whose directory was moved or copied, so it never reads another director
 A view file holds exactly one ``select`` statement and starts with a grain comment,
 ``-- grain: one row per model`` or ``-- grain: one row per (model, noise_level)``; the builder
 checks that the grain columns exist. Views are created in dependency order: a file depends on
-every other view whose name it mentions outside comments and string literals; ties are broken
-by name, so the order is deterministic.
+every other view whose name it mentions outside comments, string literals, output aliases
+(``as name``) and qualified column names (``t.name``); ties are broken by name, so the order is
+deterministic.
 
 The database is written atomically (into a temporary sibling, then renamed) with DuckDB's
 storage compatibility set to :data:`STORAGE_COMPATIBILITY`, so older clients such as the 1.x
@@ -54,6 +55,11 @@ _GRAIN = re.compile(
 # Comments and string literals, which may mention view names without referencing them.
 _SQL_NOISE = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.DOTALL)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Column names that cannot reference a view: output aliases (``as rejected``) and qualified
+# columns (``sr.rejected``), so a column may share its name with a view.
+_COLUMN_NAMES = re.compile(
+    r"\bas\s+[A-Za-z_][A-Za-z0-9_]*|\.\s*[A-Za-z_][A-Za-z0-9_]*", re.IGNORECASE
+)
 
 
 class ViewBuildError(InputError):
@@ -136,7 +142,8 @@ def load_views(queries_dir: Path) -> tuple[ViewDef, ...]:
     for path in paths:
         sql = path.read_text(encoding="utf-8")
         grain, grain_columns = parse_grain(path, sql)
-        mentioned = {word.lower() for word in _IDENTIFIER.findall(_SQL_NOISE.sub(" ", sql))}
+        code = _COLUMN_NAMES.sub(" ", _SQL_NOISE.sub(" ", sql))
+        mentioned = {word.lower() for word in _IDENTIFIER.findall(code)}
         depends_on = tuple(sorted((mentioned & names) - {path.stem}))
         views.append(ViewDef(path.stem, path, sql, grain, grain_columns, depends_on))
     return _dependency_order(views)

@@ -16,6 +16,8 @@ contract as (
         cast(null as varchar) as category,
         cast(null as double) as noise_level,
         cast(null as varchar) as question_type,
+        cast(null as varchar) as task,
+        cast(null as varchar) as language,
         cast(null as varchar) as source,
         cast(null as bigint) as row_number,
         cast(null as tinyint) as answer_em,
@@ -100,6 +102,11 @@ contract as (
         cast(null as varchar) as primary_failure_mode,
         cast(null as varchar[]) as suggestions,
         cast(null as varchar) as overall_feedback,
+        cast(null as tinyint) as rgb_correct,
+        cast(null as tinyint) as rejected,
+        cast(null as varchar) as rejection_phrase,
+        cast(null as tinyint) as error_detected,
+        cast(null as tinyint) as error_corrected,
         cast(null as varchar) as signature
     where false
 ),

@@ -154,10 +154,13 @@ def oracle_correct(response: str, answer: object, *, chinese: bool, noise_rate: 
 
 def built_responses(name: str, item: dict) -> list[str]:
     groups = answer_groups_from_json(item["answer"])
-    responses = [" ".join(group[0] for group in groups)]
+    correct = " ".join(group[0] for group in groups)
+    responses = [correct, f"The answer: {correct.upper()}.", " ".join(correct)]  # spaced out
     if len(groups) > 1:
-        responses.append(groups[0][0])
+        responses.append(groups[0][0])  # partial
     responses.append("信息不足" if name.startswith("zh") else "insufficient information")
+    responses.append(f"Insufficient information, but {correct}")  # not a rejection
+    responses.append(f"insufficient information, but {correct}")  # a rejection
     if "fakeanswer" in item:
         fake = item["fakeanswer"]
         responses.append(fake if isinstance(fake, str) else json.dumps(fake, ensure_ascii=False))
@@ -170,7 +173,7 @@ def built_responses(name: str, item: dict) -> list[str]:
 def test_official_matches_oracle_on_rgb(name, noise_rate):
     chinese = name.startswith("zh")
     rows = []
-    for item in load(name)[:50]:
+    for item in load(name):
         for response in built_responses(name, item):
             expected = oracle_correct(
                 response, item["answer"], chinese=chinese, noise_rate=noise_rate

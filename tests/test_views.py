@@ -46,8 +46,8 @@ STAGING = {"scores", "rejected"}
 
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
-    "noise_level": pl.Float64(), "question_type": pl.String(), "source": pl.String(),
-    "row_number": pl.Int64(),
+    "noise_level": pl.Float64(), "question_type": pl.String(), "task": pl.String(),
+    "language": pl.String(), "source": pl.String(), "row_number": pl.Int64(),
     **{name: spec.dtype for name, spec in REGISTRY.items()},
     "signature": pl.String(),
 }
@@ -159,7 +159,11 @@ def test_every_view_builds(out_dir: Path) -> None:
             "headline_em", "rejections_by_reason"} <= set(built)
 
 
-@pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.name)
+# The rgb_* views select RGB rows only, which these scores lack; tests/test_rgb_views.py checks
+# their grain on RGB rows.
+@pytest.mark.parametrize(
+    "view", [v for v in VIEWS if not v.name.startswith("rgb_")], ids=lambda v: v.name
+)
 def test_grain_is_unique(out_dir: Path, view: Any) -> None:
     columns = ", ".join(view.grain_columns)
     with connect(out_dir) as con:
@@ -299,6 +303,15 @@ def test_names_in_comments_and_strings_are_not_dependencies(queries: Path) -> No
         "select 'by_model_noise' as model /* by_model_category */ from by_model\n"
     )
     view = {v.name: v for v in load_views(queries)}["quoted"]
+    assert view.depends_on == ("by_model",)
+
+
+def test_aliases_and_qualified_columns_are_not_dependencies(queries: Path) -> None:
+    (queries / "aliased.sql").write_text(
+        "-- grain: one row per model\n"
+        "select bm.model, bm.headline, 1 as by_model_noise, 2 AS\n  rejected from by_model as bm\n"
+    )
+    view = {v.name: v for v in load_views(queries)}["aliased"]
     assert view.depends_on == ("by_model",)
 
 
