@@ -1387,6 +1387,11 @@ def build_records(seed: int = DEFAULT_SEED) -> pl.DataFrame:
                     "completion_tokens": completion,
                     "total_tokens": prompt + completion,
                     "latency_ms": round(latency, 1),
+                    # RGB columns: these rows are not RGB rows (see data/sample/rgb/).
+                    "task": None,
+                    "language": None,
+                    "answer_groups": None,
+                    "counterfactual_answer": None,
                 }
                 for name, value in row.items():
                     columns[name].append(value)
