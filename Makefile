@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= out/sample
 SAMPLE := data/sample/records.parquet
+RGB_SAMPLE := data/sample/rgb
+RGB_RECORDS := $(OUT)-rgb-records.parquet
 TOKENIZER_PKG_VERSION := 0.1.0
 
 .PHONY: evaluate test lint typecheck bench sample clean
@@ -20,7 +22,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 evaluate: $(STAMP)
-	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --out $(OUT)
+	$(BIN)/python -m pipeline ingest-rgb --data $(RGB_SAMPLE)/rgb_data.json \
+		--outputs $(RGB_SAMPLE)/rgb_outputs.jsonl --out $(RGB_RECORDS)
+	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -41,6 +45,7 @@ bench: $(STAMP)
 
 sample: $(STAMP)
 	$(BIN)/python data/generate_sample.py --out $(SAMPLE)
+	$(BIN)/python data/generate_rgb_sample.py --out-dir $(RGB_SAMPLE)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,7 +1,8 @@
-"""Command line: ``evaluate``, ``validate``, ``query`` and ``metrics`` subcommands.
+"""Command line: ``evaluate``, ``validate``, ``query``, ``export``, ``ingest-rgb`` and ``metrics``.
 
-Exit codes: 0 success; 1 ``validate`` found rows that would be rejected; 2 bad input, bad
-configuration or a failing query (the message says which file and column).
+Exit codes: 0 success; 1 ``validate`` found rows that would be rejected, or ``ingest-rgb`` set
+output rows aside; 2 bad input, bad configuration or a failing query (the message says which
+file and column).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pipeline.config import Config, ConfigError, load_config
 from pipeline.embed.backends import EmbeddingBackendError
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
-from pipeline.schema import InputError
+from pipeline.schema import RGB_TASKS, InputError
 
 log = logging.getLogger("pipeline")
 
@@ -69,6 +70,23 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--format", choices=("tsv", "csv", "parquet"), default="tsv")
     ex.add_argument("--out", type=Path, help="target file (default: DIR/export.FORMAT)")
 
+    rg = sub.add_parser("ingest-rgb", help="build evaluation records from RGB benchmark files")
+    rg.add_argument("--data", required=True, type=Path, metavar="FILE",
+                    help="RGB data file (JSON lines: id, query, answer, positive, negative, ...)")
+    rg.add_argument("--outputs", required=True, type=Path, metavar="FILE",
+                    help="model outputs (.jsonl or .parquet): id, model, noise_rate, task, "
+                         "response")
+    rg.add_argument("--out", required=True, type=Path, metavar="PATH",
+                    help="records file to write (.parquet)")
+    rg.add_argument("--response-column", default="response", metavar="NAME",
+                    help="column of the outputs that holds the response (default: response)")
+    rg.add_argument("--task", choices=RGB_TASKS,
+                    help="task of every output row when the outputs have no task column")
+    rg.add_argument("--language", default="auto",
+                    help="auto (zh when the query has Han characters, else en) or a fixed code")
+    rg.add_argument("--id-prefix", metavar="TEXT",
+                    help="prefix of record ids (default: the data file's stem and ':')")
+
     me = sub.add_parser("metrics", help="list the registered metrics")
     me.add_argument("--format", choices=("table", "markdown"), default="table")
     return parser
@@ -90,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _query(args)
         if args.command == "export":
             return _export(args)
+        if args.command == "ingest-rgb":
+            return _ingest_rgb(args)
         return _metrics(args.format)
     except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -142,6 +162,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     _print_frame(headline.drop("signature"), "table")
     for signature in headline["signature"].unique(maintain_order=True):
         print(f"signature: {signature}")
+    rgb = run_query(summary.out_dir, "select * from rgb_summary order by model")
+    if rgb.height:
+        print("\nRGB robustness (%, docs/rgb.md):")
+        _print_frame(rgb.drop("signature"), "table")
     return EXIT_OK
 
 
@@ -186,6 +210,24 @@ def _export(args: argparse.Namespace) -> int:
     target = args.out or args.dir / f"export.{args.format}"
     rows = export(args.dir, target, args.format)
     print(f"wrote {rows} rows to {target}")
+    return EXIT_OK
+
+
+def _ingest_rgb(args: argparse.Namespace) -> int:
+    from pipeline.ingest_rgb import ingest_rgb
+
+    summary = ingest_rgb(
+        args.data, args.outputs, args.out,
+        response_column=args.response_column, task=args.task, language=args.language,
+        id_prefix=args.id_prefix,
+    )
+    print(
+        f"{summary.n_outputs} output rows over {summary.n_items} items: "
+        f"{summary.n_records} records -> {summary.records_path}"
+    )
+    if summary.rejected_path is not None:
+        print(f"{summary.n_rejected} output rows set aside, with reasons: {summary.rejected_path}")
+        return EXIT_REJECTED
     return EXIT_OK
 
 

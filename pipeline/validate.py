@@ -329,8 +329,8 @@ def _groups(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, lis
         parsed = pl.when(text.str.contains(_STRING_LISTS_TEXT)).then(text).str.json_decode(GROUPS)
         value = pl.when(_complete_groups(parsed)).then(parsed)
         return value, [_when(present & value.is_null(), _got(column, expected, shown))]
-    nested = isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.List)
-    if not (nested and _as_text(dtype.inner.inner)):  # type: ignore[union-attr]
+    inner = dtype.inner if isinstance(dtype, pl.List) else None
+    if not (isinstance(inner, pl.List) and _as_text(inner.inner)):
         shown = pl.lit(_kind(dtype) if not isinstance(dtype, pl.List) else str(dtype).lower())
         return pl.lit(None, GROUPS), [_when(col.is_not_null(), _got(column, expected, shown))]
     value = col.cast(GROUPS)

@@ -510,3 +510,47 @@ def test_no_row_loops_in_validation_code() -> None:
     pattern = re.compile(r"map_elements|iter_rows|iterrows|for .* in zip\(")
     for name in ("pipeline/io/readers.py", "pipeline/io/pairs.py", "pipeline/validate.py"):
         assert not pattern.search((ROOT / name).read_text(encoding="utf-8")), name
+
+
+# --- RGB columns --------------------------------------------------------------------------------
+
+RGB_GOOD = {**GOOD, "task": "noise_robustness", "answer_groups": [["Herbert", "Frank Herbert"]]}
+
+
+def test_answer_groups_from_jsonl_and_task(tmp_path: Path) -> None:
+    rows = [
+        RGB_GOOD,
+        {**RGB_GOOD, "id": "q2", "answer_groups": [["a"], []]},  # an empty group
+        {**RGB_GOOD, "id": "q3", "answer_groups": ["a"]},  # not nested
+        {**RGB_GOOD, "id": "q4", "task": "noise"},
+        {**RGB_GOOD, "id": "q5", "answer_groups": None},
+        {**RGB_GOOD, "id": "q6", "task": "negative_rejection", "answer_groups": None},
+    ]
+    checked = validate_jsonl(tmp_path, rows)
+    assert checked.records["id"].to_list() == ["q1", "q6"]
+    assert checked.records["answer_groups"].to_list() == [[["Herbert", "Frank Herbert"]], None]
+    reasons = dict(zip(checked.rejected["id"], checked.rejected["reason"], strict=True))
+    expected = "answer_groups: expected a list of non-empty lists of strings"
+    assert reasons["q2"] == f"{expected}, got '[[\"a\"], []]'"
+    assert reasons["q3"] == f"{expected}, got '[\"a\"]'"
+    assert reasons["q4"].startswith("task: unknown task 'noise'; known: noise_robustness, ")
+    assert reasons["q5"] == "task: noise_robustness rows need answer_groups"
+
+
+def test_answer_groups_as_json_text_in_csv(tmp_path: Path) -> None:
+    checked = validate_csv(
+        tmp_path, "id\tquestion\treference\tresponse\tanswer_groups".replace("\t", ","),
+        'a,q,r,x,"[[""Paris""], [""1912"", ""in 1912""]]"',
+        'b,q,r,x,"[[""Paris"", null]]"',
+    )
+    assert checked.records["answer_groups"].to_list() == [[["Paris"], ["1912", "in 1912"]]]
+    assert checked.rejected["reason"].to_list() == [
+        "answer_groups: expected a list of non-empty lists of strings, got '[[\"Paris\", null]]'"
+    ]
+
+
+def test_task_is_part_of_the_duplicate_key(tmp_path: Path) -> None:
+    rows = [RGB_GOOD, {**RGB_GOOD, "task": "counterfactual_robustness"}, RGB_GOOD]
+    checked = validate_jsonl(tmp_path, rows)
+    assert checked.records.height == 2
+    assert checked.rejected["reason"].to_list() == ["duplicate id 'q1' (first at row 0)"]

@@ -37,6 +37,12 @@ DEFAULT_SECONDARY_REJECTIONS: tuple[str, ...] = (
     "cannot be determined",
     "information is not available",
     "does not provide",
+    "do not provide",
+    "does not mention",
+    "do not mention",
+    "no information",
+    "没有提到",
+    "无法回答",
 )
 #: RGB's Chinese rejection phrase ("insufficient information"), checked on Chinese sets only.
 CHINESE_REJECTION = "信息不足"
