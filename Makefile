@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml
 evaluate: $(STAMP)
 	$(BIN)/python -m pipeline ingest-rgb --data $(RGB_SAMPLE)/rgb_data.json \
 		--outputs $(RGB_SAMPLE)/rgb_outputs.jsonl --out $(RGB_RECORDS)
-	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT)
+	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT) \
+		--report $(OUT)/report.html
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

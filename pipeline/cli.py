@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 1 ``validate`` found rows that would be rejected, or ``ingest-rgb`` set
 output rows aside; 2 bad input, bad configuration or a failing query (the message says which
-file and column).
+file and column); 3 ``compare``'s regression gate failed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -21,12 +22,20 @@ from pipeline.embed.backends import EmbeddingBackendError
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.schema import RGB_TASKS, InputError
+from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+if TYPE_CHECKING:
+    from pipeline.compare import Gate
 
 log = logging.getLogger("pipeline")
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_ERROR = 2
+EXIT_GATE = 3
+#: Metrics ``compare`` prints (every metric is in its Parquet output).
+HEADLINE_DELTAS = ("answer_em", "answer_f1", "citation_f1", "faithfulness", "overlap",
+                   "abstained", "rgb_correct")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_stats_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--resamples", type=_non_negative, default=DEFAULT_RESAMPLES,
+                       help=f"bootstrap resamples (default {DEFAULT_RESAMPLES}; 0: no intervals)")
+        p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                       help=f"seed of the resampling (default {DEFAULT_SEED})")
 
     def add_inputs(p: argparse.ArgumentParser) -> None:
         p.add_argument("--input", action="append", default=[], type=Path, metavar="PATH",
@@ -56,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="minilm (default), hashed, or sentence-transformers:<name or path>")
     ev.add_argument("--cache-dir", type=Path, metavar="DIR",
                     help="embedding cache (default: $XDG_CACHE_HOME/rag-eval/embeddings)")
+    add_stats_options(ev)
+    ev.add_argument("--report", type=Path, metavar="FILE",
+                    help="also write the HTML report to FILE")
 
     va = sub.add_parser("validate", help="check input files without scoring them")
     add_inputs(va)
@@ -87,6 +105,33 @@ def _parser() -> argparse.ArgumentParser:
     rg.add_argument("--id-prefix", metavar="TEXT",
                     help="prefix of record ids (default: the data file's stem and ':')")
 
+    st = sub.add_parser("stats", help="bootstrap intervals and paired model comparisons of a run")
+    st.add_argument("dir", type=Path, help="output directory of an evaluate run")
+    add_stats_options(st)
+
+    co = sub.add_parser("compare", help="compare run B against baseline run A; gate regressions")
+    co.add_argument("run_a", type=Path, help="baseline run directory")
+    co.add_argument("run_b", type=Path, help="new run directory")
+    co.add_argument("--out", type=Path, metavar="DIR",
+                    help="write deltas and item lists as Parquet here (default: RUN_B/compare)")
+    co.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
+                    help="gate: fail when a model's mean METRIC falls by more than X with its "
+                         "95%% interval below 0 (repeatable; default answer_f1=0.02, "
+                         "answer_em=0.02)")
+    co.add_argument("--max-regressed-items", type=_non_negative, metavar="N",
+                    help="gate: fail when more than N items regressed")
+    co.add_argument("--force", action="store_true",
+                    help="compare even when the runs' signatures differ")
+    add_stats_options(co)
+
+    rp = sub.add_parser("report", help="write a self-contained HTML report of a run")
+    rp.add_argument("dir", type=Path, help="output directory of an evaluate run")
+    rp.add_argument("--out", type=Path, required=True, metavar="FILE", help="report.html")
+    rp.add_argument("--compare", type=Path, metavar="OTHER_DIR",
+                    help="baseline run: add a run comparison section")
+    rp.add_argument("--force", action="store_true",
+                    help="compare even when the runs' signatures differ")
+
     me = sub.add_parser("metrics", help="list the registered metrics")
     me.add_argument("--format", choices=("table", "markdown"), default="table")
     return parser
@@ -110,10 +155,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _export(args)
         if args.command == "ingest-rgb":
             return _ingest_rgb(args)
+        if args.command == "stats":
+            return _stats(args)
+        if args.command == "compare":
+            return _compare(args)
+        if args.command == "report":
+            return _report(args)
         return _metrics(args.format)
     except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -150,6 +208,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             pairs=[tuple(p) for p in args.pair],
             batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
             on_batch=bar.update,
+            resamples=args.resamples,
+            seed=args.seed,
         )
     print(
         f"read {summary.n_read} rows: scored {summary.n_scored}, rejected {summary.n_rejected} "
@@ -166,6 +226,76 @@ def _evaluate(args: argparse.Namespace) -> int:
     if rgb.height:
         print("\nRGB robustness (%, docs/rgb.md):")
         _print_frame(rgb.drop("signature"), "table")
+    if args.report is not None:
+        from pipeline.report import write_report
+
+        print(f"\nreport: {write_report(summary.out_dir, args.report)}")
+    return EXIT_OK
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from pipeline.stats import write_stats
+    from pipeline.views import build_views
+
+    summary = write_stats(args.dir, resamples=args.resamples, seed=args.seed)
+    build_views(args.dir)
+    print(summary)
+    return EXIT_OK
+
+
+def _gate(args: argparse.Namespace) -> Gate:
+    from pipeline.compare import DEFAULT_MAX_DROP, Gate
+
+    drops = dict(DEFAULT_MAX_DROP)
+    if args.max_drop:
+        drops = {}
+        for item in args.max_drop:
+            metric, sep, value = item.partition("=")
+            try:
+                drops[metric.strip()] = float(value)
+            except ValueError:
+                sep = ""
+            if not sep or metric.strip() not in REGISTRY:
+                raise ConfigError(
+                    f"--max-drop expects METRIC=NUMBER with a known metric, got {item!r}"
+                )
+    return Gate(max_drop=drops, max_regressed_items=args.max_regressed_items)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pipeline.compare import compare, write_comparison
+
+    comparison = compare(args.run_a, args.run_b, gate=_gate(args), force=args.force,
+                         resamples=args.resamples, seed=args.seed)
+    out = args.out or args.run_b / "compare"
+    write_comparison(comparison, out)
+    overall = comparison.deltas.filter(pl.col("slice") == "all")
+    headline = overall.filter(pl.col("metric").is_in(list(HEADLINE_DELTAS))).sort("model", "metric")
+    _print_frame(headline.select("model", "metric", "n_pairs", "mean_a", "mean_b", "delta",
+                                 "ci_low", "ci_high", "p_adjusted"), "table")
+    print(
+        f"{comparison.regressed.select('id', 'model', 'noise_level', 'task').unique().height} "
+        f"items regressed, {comparison.new_items.height} new, "
+        f"{comparison.missing_items.height} missing -> {out}"
+    )
+    if comparison.regressed.height:
+        _print_frame(comparison.regressed.head(20), "table")
+    if comparison.failures:
+        print("regression gate FAILED:\n  " + "\n  ".join(comparison.failures))
+        return EXIT_GATE
+    print("regression gate passed")
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pipeline.report import write_report
+
+    diff = None
+    if args.compare is not None:
+        from pipeline.compare import compare
+
+        diff = compare(args.compare, args.dir, force=args.force).deltas
+    print(f"report: {write_report(args.dir, args.out, diff=diff)}")
     return EXIT_OK
 
 

@@ -27,6 +27,7 @@ from pipeline.metrics.registry import (
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS
+from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +150,14 @@ def evaluate(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     on_batch: Callable[[int], None] | None = None,
     build_db: bool = True,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
 ) -> RunSummary:
-    """Read, validate and score ``inputs``; write scores, rejections and the DuckDB views.
+    """Read, validate and score ``inputs``; write scores, rejections, statistics and the views.
 
     Every output is written atomically. ``on_batch`` is called with the number of rows of each
-    scored batch (the CLI drives a progress bar with it).
+    scored batch (the CLI drives a progress bar with it). ``resamples`` and ``seed`` drive the
+    bootstrap intervals and paired comparisons of :func:`pipeline.stats.write_stats`.
     """
     from pipeline.validate import load_inputs
 
@@ -169,6 +173,7 @@ def evaluate(
     _write_scores(records, shared, specs, out_dir / SCORES_FILE, batch_rows, on_batch)
     write_parquet_atomic(records.select(TEXT_COLUMNS), out_dir / TEXTS_FILE)
     write_parquet_atomic(validated.rejected, out_dir / REJECTED_FILE)
+    write_stats(out_dir, resamples=resamples, seed=seed)
     if build_db:
         from pipeline.views import build_views
 

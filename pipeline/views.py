@@ -44,6 +44,13 @@ SCORES_FILE = "scores.parquet"
 REJECTED_FILE = "rejected.parquet"
 #: Macro returning the absolute output directory; the staging SQL builds file paths from it.
 DATA_DIR_MACRO = "eval_data_dir"
+#: Files ``rag-eval stats`` writes, read through table macros (macro name -> file name). While a
+#: file is absent its macro returns no rows and a single ``metric`` column, so the staging view
+#: (which unions it by name with its typed contract) builds and is empty.
+OPTIONAL_FILES: dict[str, str] = {
+    "intervals_file": "intervals.parquet",
+    "comparisons_file": "comparisons.parquet",
+}
 #: Oldest DuckDB release whose storage format the database is written in (``duckdb>=1.1``).
 STORAGE_COMPATIBILITY = "v1.1.0"
 
@@ -198,6 +205,14 @@ def _create_views(
     con: duckdb.DuckDBPyConnection, out_dir: Path, views: Iterable[ViewDef]
 ) -> None:
     con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
+    for macro, name in OPTIONAL_FILES.items():
+        path = out_dir / name
+        body = (
+            f"select * from read_parquet({_literal(path.as_posix())})"
+            if path.is_file()
+            else "select cast(null as varchar) as metric where false"
+        )
+        con.execute(f"create macro {macro}() as table {body}")
     for view in views:
         try:
             statements = con.extract_statements(view.sql)

@@ -28,8 +28,10 @@ from pipeline.config import Config
 from pipeline.evaluate import score_frame
 from pipeline.metrics.registry import REGISTRY
 from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, InputError
+from pipeline.stats import write_stats
 from pipeline.views import (
     DB_FILE,
+    OPTIONAL_FILES,
     REJECTED_FILE,
     SCORES_FILE,
     ViewBuildError,
@@ -42,7 +44,7 @@ from pipeline.views import (
 )
 
 VIEWS = load_views(default_queries_dir())
-STAGING = {"scores", "rejected"}
+STAGING = {"scores", "rejected", "intervals", "model_comparison"}
 
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
@@ -117,6 +119,7 @@ def write_outputs(out_dir: Path, scores: pl.DataFrame | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (scores_frame() if scores is None else scores).write_parquet(out_dir / SCORES_FILE)
     rejected_frame().write_parquet(out_dir / REJECTED_FILE)
+    write_stats(out_dir, resamples=50, seed=0)
     return out_dir
 
 
@@ -159,10 +162,13 @@ def test_every_view_builds(out_dir: Path) -> None:
             "headline_em", "rejections_by_reason"} <= set(built)
 
 
-# The rgb_* views select RGB rows only, which these scores lack; tests/test_rgb_views.py checks
-# their grain on RGB rows.
+# The rgb_* views select RGB rows only, which these scores lack, and no two models here answered
+# the same question (model_comparison is empty); tests/test_rgb_views.py and
+# tests/test_compare.py check those grains on data that has them.
 @pytest.mark.parametrize(
-    "view", [v for v in VIEWS if not v.name.startswith("rgb_")], ids=lambda v: v.name
+    "view",
+    [v for v in VIEWS if not v.name.startswith("rgb_") and v.name != "model_comparison"],
+    ids=lambda v: v.name,
 )
 def test_grain_is_unique(out_dir: Path, view: Any) -> None:
     columns = ", ".join(view.grain_columns)
@@ -178,7 +184,7 @@ def test_grain_is_unique(out_dir: Path, view: Any) -> None:
 
 def test_dependency_order() -> None:
     names = [view.name for view in VIEWS]
-    assert set(names[:2]) == STAGING
+    assert set(names[:len(STAGING)]) == STAGING
     for position, view in enumerate(VIEWS):
         assert set(view.depends_on) <= set(names[:position]), view.name
     assert dict((v.name, v.depends_on) for v in VIEWS)["headline"] == ("by_model",)
@@ -188,7 +194,9 @@ def test_sql_files_follow_the_house_style() -> None:
     keywords = re.compile(r"\b(SELECT|FROM|WHERE|GROUP|ORDER|JOIN|WITH|AS|CASE|WHEN|UNION)\b")
     for view in VIEWS:
         code = re.sub(r"--[^\n]*|'(?:[^']|'')*'", " ", view.sql)
-        reads_files = "read_parquet" in code or "eval_data_dir" in code
+        reads_files = any(
+            name in code for name in ("read_parquet", "eval_data_dir", *OPTIONAL_FILES)
+        )
         assert reads_files == (view.name in STAGING), view.name
         assert not keywords.search(code), f"{view.name}: keywords are lowercase"
         assert code.rstrip().endswith("select * from final"), view.name
@@ -258,7 +266,8 @@ def assert_build_fails(built: Path, queries: Path, pattern: str) -> None:
     with pytest.raises(ViewBuildError, match=pattern):
         build_views(built, queries)
     assert digest(built / DB_FILE) == before
-    assert sorted(p.name for p in built.iterdir()) == sorted([DB_FILE, SCORES_FILE, REJECTED_FILE])
+    expected = [DB_FILE, SCORES_FILE, REJECTED_FILE, *OPTIONAL_FILES.values()]
+    assert sorted(p.name for p in built.iterdir()) == sorted(expected)
     assert run_query(built, "select count(*) as n from headline").item() == 4
 
 
@@ -654,3 +663,15 @@ def test_category_failure_and_suggestion_views(out_dir: Path) -> None:
     assert top[("A", "Be more concise")]["share_of_rows"] == pytest.approx(3 / 4)
     assert top[("A", "Verify numerical information")]["rank"] == 3  # ties broken by text
     assert (None, "Response meets all quality criteria") not in top  # the null model had none
+
+
+def test_stats_views_are_empty_without_their_files(tmp_path: Path) -> None:
+    directory = tmp_path / "no_stats"
+    directory.mkdir()
+    scores_frame().write_parquet(directory / SCORES_FILE)
+    rejected_frame().write_parquet(directory / REJECTED_FILE)
+    build_views(directory)
+    assert run_query(directory, "select count(*) from intervals").item() == 0
+    assert run_query(directory, "select count(*) from model_comparison").item() == 0
+    ci = run_query(directory, "select * from headline_ci order by model")
+    assert ci.height == 4 and ci["answer_f1_low"].null_count() == 4

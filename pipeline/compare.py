@@ -1,0 +1,234 @@
+"""Run diffs: two result directories joined on (id, model, noise_level, task).
+
+``compare(run_a, run_b)`` gives, per model and slice (all rows, each noise level, category and
+RGB task), the change of every mean metric from run A to run B with a paired bootstrap interval
+and a p-value (:func:`pipeline.stats.comparison_table`); the items that regressed (a binary
+metric 1 -> 0, a score dropping by more than :data:`ITEM_DROP`); the items only one run has; and
+the verdict of a regression gate a scheduler can act on.
+
+Runs whose signatures differ in anything but the package version scored with different settings
+and are refused (:class:`IncomparableRunsError`) unless ``force=True``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import polars as pl
+
+from pipeline.io.atomic import write_parquet_atomic
+from pipeline.schema import InputError
+from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, comparison_table
+from pipeline.views import SCORES_FILE
+
+log = logging.getLogger(__name__)
+
+#: Columns that identify the same item in two runs (the run label itself may differ).
+ITEM_KEY: tuple[str, ...] = ("id", "model", "noise_level", "task")
+#: An item regressed when a binary metric went from 1 to 0 ...
+ITEM_FLIPS: tuple[str, ...] = ("answer_em", "rgb_correct")
+#: ... or a score dropped by more than this.
+ITEM_DROP: Mapping[str, float] = MappingProxyType(
+    {"answer_f1": 0.3, "overlap": 0.3, "faithfulness": 0.3, "citation_f1": 0.3}
+)
+#: Default gate: a model's mean may not fall by more than this, with the interval below zero.
+DEFAULT_MAX_DROP: Mapping[str, float] = MappingProxyType({"answer_f1": 0.02, "answer_em": 0.02})
+#: Files ``write_comparison`` writes.
+DELTAS_FILE = "deltas.parquet"
+REGRESSED_FILE = "regressed_items.parquet"
+NEW_FILE = "new_items.parquet"
+MISSING_FILE = "missing_items.parquet"
+
+
+class IncomparableRunsError(InputError):
+    """The two runs were scored with different settings."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a comparison fails: ``max_drop`` per metric (a model's mean falling by more, with
+    its 95% interval entirely below zero) and ``max_regressed_items`` (None: no limit)."""
+
+    max_drop: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_MAX_DROP))
+    max_regressed_items: int | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What changed from run A to run B; ``failures`` is empty when the gate passes."""
+
+    deltas: pl.DataFrame
+    regressed: pl.DataFrame
+    new_items: pl.DataFrame
+    missing_items: pl.DataFrame
+    failures: tuple[str, ...]
+    version_note: str | None
+
+
+def read_scores(run_dir: Path) -> pl.DataFrame:
+    path = Path(run_dir) / SCORES_FILE
+    if not path.is_file():
+        raise InputError(f"{run_dir}: no {SCORES_FILE} (is it the --out of an evaluate run?)")
+    return pl.read_parquet(path)
+
+
+def _components(signature: str) -> dict[str, str]:
+    pairs = (part.partition(":") for part in signature.split("|"))
+    return {key: value for key, _, value in pairs}
+
+
+def check_signatures(a: pl.DataFrame, b: pl.DataFrame, *, force: bool) -> str | None:
+    """Raise when the runs' settings differ (beyond the version); a note when only it differs."""
+    sig_a = sorted(a["signature"].drop_nulls().unique().to_list())
+    sig_b = sorted(b["signature"].drop_nulls().unique().to_list())
+    if sig_a == sig_b:
+        return None
+    comps_a = [_components(s) for s in sig_a]
+    comps_b = [_components(s) for s in sig_b]
+    settings_a = sorted(str(sorted((k, v) for k, v in c.items() if k != "v")) for c in comps_a)
+    settings_b = sorted(str(sorted((k, v) for k, v in c.items() if k != "v")) for c in comps_b)
+    if settings_a == settings_b:
+        note = f"package versions differ: {sig_a} vs {sig_b}"
+        log.warning(note)
+        return note
+    keys = sorted({k for c in (*comps_a, *comps_b) for k in c})
+    differing = []
+    for key in keys:
+        values_a = sorted({c.get(key, "") for c in comps_a})
+        values_b = sorted({c.get(key, "") for c in comps_b})
+        if values_a != values_b:
+            differing.append(f"{key}: {values_a} vs {values_b}")
+    message = "the runs were scored with different settings: " + "; ".join(differing)
+    if not force:
+        raise IncomparableRunsError(message + " (pass --force to compare anyway)")
+    log.warning("%s (forced)", message)
+    return message
+
+
+def _paired_items(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    return a.join(b, on=list(ITEM_KEY), how="inner", suffix="_b", nulls_equal=True)
+
+
+def regressed_items(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    """One row per (item, metric) that regressed: key columns, metric, before, after."""
+    paired = _paired_items(a, b)
+    parts = []
+    rules = [(m, 0.5) for m in ITEM_FLIPS] + list(ITEM_DROP.items())
+    for metric, threshold in rules:
+        if metric not in a.columns or metric not in b.columns:
+            continue
+        before = pl.col(metric).cast(pl.Float64)
+        after = pl.col(f"{metric}_b").cast(pl.Float64)
+        parts.append(
+            paired.filter((before - after) > threshold).select(
+                *ITEM_KEY,
+                pl.lit(metric).alias("metric"),
+                before.alias("before"),
+                after.alias("after"),
+            )
+        )
+    schema = {**{k: a.schema[k] for k in ITEM_KEY}, "metric": pl.String(),
+              "before": pl.Float64(), "after": pl.Float64()}
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(parts).sort(*ITEM_KEY, "metric", nulls_last=True)
+
+
+def _only_in(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
+    keys = left.select(ITEM_KEY).unique()
+    return keys.join(right.select(ITEM_KEY).unique(), on=list(ITEM_KEY), how="anti",
+                     nulls_equal=True).sort(*ITEM_KEY, nulls_last=True)
+
+
+def slice_deltas(a: pl.DataFrame, b: pl.DataFrame, *, resamples: int, seed: int) -> pl.DataFrame:
+    """Per model, slice and metric: mean in A and B, delta = B - A, its paired 95% interval."""
+    frames = []
+    for model in sorted(set(a["model"].drop_nulls()) & set(b["model"].drop_nulls())):
+        both = pl.concat(
+            [
+                a.filter(pl.col("model") == model).with_columns(pl.lit("a").alias("model")),
+                b.filter(pl.col("model") == model).with_columns(pl.lit("b").alias("model")),
+            ],
+            how="diagonal_relaxed",
+        ).with_columns(pl.lit(None, pl.String).alias("run"))
+        table = comparison_table(both, resamples=resamples, seed=seed)
+        frames.append(
+            table.select(
+                pl.lit(model).alias("model"),
+                "slice",
+                "slice_value",
+                "metric",
+                "n_pairs",
+                pl.col("mean_a"),
+                pl.col("mean_b"),
+                (-pl.col("diff")).alias("delta"),
+                (-pl.col("ci_high")).alias("ci_low"),
+                (-pl.col("ci_low")).alias("ci_high"),
+                "test",
+                "p_value",
+                "p_adjusted",
+            )
+        )
+    if not frames:
+        raise InputError("the two runs have no model in common")
+    return pl.concat(frames)
+
+
+def gate_failures(deltas: pl.DataFrame, regressed: pl.DataFrame, gate: Gate) -> tuple[str, ...]:
+    """Human-readable reasons the gate fails (empty: it passes)."""
+    failures: list[str] = []
+    overall = deltas.filter(pl.col("slice") == "all")
+    for metric, limit in sorted(gate.max_drop.items()):
+        dropped = overall.filter(
+            (pl.col("metric") == metric) & (pl.col("delta") < -limit) & (pl.col("ci_high") < 0)
+        ).sort("model")
+        failures.extend(
+            f"{model}: {metric} fell by {-delta:.4f} (more than {limit:g}; 95% CI "
+            f"[{low:.4f}, {high:.4f}])"
+            for model, delta, low, high in dropped.select(
+                "model", "delta", "ci_low", "ci_high"
+            ).rows()
+        )
+    limit_items = gate.max_regressed_items
+    if limit_items is not None:
+        n_items = regressed.select(ITEM_KEY).unique().height
+        if n_items > limit_items:
+            failures.append(f"{n_items} items regressed (more than {limit_items})")
+    return tuple(failures)
+
+
+def compare(
+    run_a: Path,
+    run_b: Path,
+    *,
+    gate: Gate | None = None,
+    force: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> Comparison:
+    """Compare run B against run A (the baseline)."""
+    a, b = read_scores(run_a), read_scores(run_b)
+    note = check_signatures(a, b, force=force)
+    deltas = slice_deltas(a, b, resamples=resamples, seed=seed)
+    regressed = regressed_items(a, b)
+    return Comparison(
+        deltas=deltas,
+        regressed=regressed,
+        new_items=_only_in(b, a),
+        missing_items=_only_in(a, b),
+        failures=gate_failures(deltas, regressed, gate or Gate()),
+        version_note=note,
+    )
+
+
+def write_comparison(comparison: Comparison, out_dir: Path) -> None:
+    """The four tables of ``comparison`` as Parquet files in ``out_dir`` (atomically)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(comparison.deltas, out_dir / DELTAS_FILE)
+    write_parquet_atomic(comparison.regressed, out_dir / REGRESSED_FILE)
+    write_parquet_atomic(comparison.new_items, out_dir / NEW_FILE)
+    write_parquet_atomic(comparison.missing_items, out_dir / MISSING_FILE)

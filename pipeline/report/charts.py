@@ -1,0 +1,405 @@
+"""Charts of the HTML report: matplotlib figures rendered to inline SVG markup.
+
+Each chart is a function of small polars frames (one row per model, or per model and slice)
+that returns the ``<svg>`` element as a string, or ``None`` when the run has nothing to plot.
+Figures are built on :class:`matplotlib.figure.Figure` directly (no pyplot state) under
+:data:`RC`:
+
+* ``svg.fonttype: none`` keeps labels as ``<text>``: the file stays small, and matplotlib
+  XML-escapes the text, so a model or category name cannot inject markup;
+* ``text.parse_math: False``, so a ``$`` in a name is a dollar sign, not mathtext;
+* ``svg.hashsalt`` is fixed per chart and the metadata (date, creator) is dropped, so the same
+  run gives the same bytes, and clip-path ids differ between the charts of one page.
+
+A column ``NAME_lo``/``NAME_hi`` beside a metric column ``NAME`` is its 95% interval, drawn as
+an error bar or band where present (see :mod:`pipeline.report.data`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
+
+#: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), by model order.
+PALETTE = (
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+)
+#: matplotlib settings every chart is drawn and saved under.
+RC: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none",
+    "text.parse_math": False,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+    "legend.fontsize": 8,
+}
+#: Shown for a null model, category or failure mode.
+NULL_LABEL = "(none)"
+WIDTH_IN = 9.0
+
+_XML_PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
+_SIZE = re.compile(r'(<svg\b[^>]*?)\s(width|height)="[^"]*"')
+
+
+def label(value: object) -> str:
+    """The display text of a key value (``None`` → :data:`NULL_LABEL`).
+
+    >>> label(None), label("atlas-7b"), label(0.2)
+    ('(none)', 'atlas-7b', '0.2')
+    """
+    return NULL_LABEL if value is None else str(value)
+
+
+def pair_labels(frame: pl.DataFrame, first: str, second: str) -> list[str]:
+    """``"first · second"`` per row, nulls shown as :data:`NULL_LABEL`."""
+    parts = [pl.col(c).cast(pl.String).fill_null(NULL_LABEL) for c in (first, second)]
+    return frame.select(pl.concat_str(parts, separator=" · ")).to_series().to_list()
+
+
+def color(index: int) -> str:
+    """The colour of the ``index``-th model."""
+    return PALETTE[index % len(PALETTE)]
+
+
+@contextlib.contextmanager
+def _style(chart_id: str) -> Iterator[None]:
+    settings: dict[RcKeyType, Any] = {**RC, "svg.hashsalt": f"rag-eval-report:{chart_id}"}
+    with rc_context(settings):
+        yield
+
+
+def to_svg(fig: Figure, chart_id: str) -> str:
+    """``fig`` as an ``<svg>`` element to inline in HTML: no prologue, metadata or fixed size.
+
+    The size attributes go (the ``viewBox`` stays), so the page's CSS scales the chart.
+    """
+    buffer = io.StringIO()
+    with _style(chart_id):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    svg = _METADATA.sub("", _XML_PROLOGUE.sub("", buffer.getvalue(), count=1), count=1)
+    svg = _SIZE.sub(r"\1", _SIZE.sub(r"\1", svg, count=1), count=1)
+    return svg.replace("<svg ", f'<svg id="{chart_id}-svg" role="img" ', 1).strip()
+
+
+def _finish(ax: Axes, title: str, ylabel: str | None = None) -> None:
+    ax.set_title(title, loc="left")
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+
+
+def _values(frame: pl.DataFrame, column: str) -> np.ndarray:
+    """``column`` as floats with NaN for nulls (a missing column is all NaN)."""
+    if column not in frame.columns:
+        return np.full(frame.height, np.nan)
+    return frame[column].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def _has_values(frame: pl.DataFrame, columns: Sequence[str]) -> bool:
+    present = [c for c in columns if c in frame.columns]
+    return frame.height > 0 and any(frame[c].drop_nulls().len() > 0 for c in present)
+
+
+def _error(frame: pl.DataFrame, column: str) -> np.ndarray | None:
+    """Asymmetric error-bar lengths from ``column_lo``/``column_hi``, or None without them."""
+    if f"{column}_lo" not in frame.columns:
+        return None
+    mid, lo, hi = (_values(frame, c) for c in (column, f"{column}_lo", f"{column}_hi"))
+    if np.all(np.isnan(lo)):
+        return None
+    return np.nan_to_num(np.vstack([mid - lo, hi - mid]), nan=0.0).clip(min=0.0)
+
+
+def grouped_bars(
+    frame: pl.DataFrame,
+    columns: Sequence[str],
+    names: Sequence[str],
+    *,
+    chart_id: str,
+    title: str,
+    ylabel: str,
+    ymax: float = 1.0,
+) -> str | None:
+    """One group of bars per model (``frame`` has one row per model), one bar per column.
+
+    Error bars where the frame holds ``column_lo``/``column_hi``.
+    """
+    if not _has_values(frame, columns):
+        return None
+    models = [label(m) for m in frame["model"].to_list()]
+    x = np.arange(len(models))
+    width = 0.8 / len(columns)
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+        ax = fig.add_subplot()
+        for k, column in enumerate(columns):
+            offset = x - 0.4 + width * (k + 0.5)
+            ax.bar(offset, np.nan_to_num(_values(frame, column)), width, label=names[k],
+                   color=color(k), yerr=_error(frame, column), capsize=3,
+                   error_kw={"elinewidth": 1, "ecolor": "#333333"})
+        ax.set_xticks(x, models, rotation=15 if len(models) > 4 else 0)
+        ax.set_ylim(0, ymax)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _finish(ax, title, ylabel)
+    return to_svg(fig, chart_id)
+
+
+def histograms(
+    rows: pl.DataFrame,
+    columns: Sequence[str],
+    names: Sequence[str],
+    models: Sequence[str | None],
+    *,
+    chart_id: str,
+) -> str | None:
+    """Per-row score distributions: one panel per column, one step histogram per model.
+
+    Bars are shares of the model's non-null rows, so models with different sizes compare.
+    """
+    present = [c for c in columns if _has_values(rows, [c])]
+    if not present:
+        return None
+    bins = np.linspace(0.0, 1.0, 21)
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.2), layout="constrained")
+        axes = fig.subplots(1, len(present), squeeze=False)[0]
+        for panel, column in enumerate(present):
+            ax = axes[panel]
+            for index, model in enumerate(models):
+                values = rows.filter(pl.col("model").eq_missing(model))[column].drop_nulls()
+                if values.len() == 0:
+                    continue
+                weights = np.full(values.len(), 1.0 / values.len())
+                ax.hist(values.to_numpy(), bins=bins, weights=weights, histtype="step",
+                        linewidth=1.6, color=color(index), label=label(model))
+            ax.set_xlim(0, 1)
+            _finish(ax, names[columns.index(column)], "share of rows" if panel == 0 else None)
+        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig, chart_id)
+
+
+def heatmap(
+    frame: pl.DataFrame, columns: Sequence[str], names: Sequence[str], *, chart_id: str
+) -> str | None:
+    """Rows model · category, one column per metric (all in [0, 1]), values written in."""
+    present = [k for k, c in enumerate(columns) if _has_values(frame, [c])]
+    if not present:
+        return None
+    rows = pair_labels(frame, "model", "category")
+    grid = np.column_stack([_values(frame, columns[k]) for k in present])
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 1.2 + 0.28 * len(rows)), layout="constrained")
+        ax = fig.add_subplot()
+        image = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="viridis",
+                          vmin=0.0, vmax=1.0)
+        ax.set_xticks(np.arange(len(present)), [names[k] for k in present], rotation=30,
+                      ha="right")
+        ax.set_yticks(np.arange(len(rows)), rows)
+        ax.grid(False)
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        i_idx, j_idx = np.nonzero(~np.isnan(grid))
+        for k in range(i_idx.size):
+            value = grid[i_idx[k], j_idx[k]]
+            ax.text(j_idx[k], i_idx[k], f"{value:.2f}", ha="center", va="center", fontsize=7,
+                    color="black" if value > 0.6 else "white")
+        fig.colorbar(image, ax=ax, shrink=0.6)
+    return to_svg(fig, chart_id)
+
+
+def _curve_panel(
+    ax: Axes, frame: pl.DataFrame, column: str, models: Sequence[str | None], title: str,
+    ylabel: str, ymax: float,
+) -> None:
+    for index, model in enumerate(models):
+        part = frame.filter(pl.col("model").eq_missing(model) & pl.col("noise_level").is_not_null()
+                            & pl.col(column).is_not_null()).sort("noise_level")
+        if part.height == 0:
+            continue
+        x = _values(part, "noise_level")
+        ax.plot(x, _values(part, column), marker="o", color=color(index), label=label(model))
+        if f"{column}_lo" in part.columns:
+            lo, hi = _values(part, f"{column}_lo"), _values(part, f"{column}_hi")
+            known = ~np.isnan(lo) & ~np.isnan(hi)
+            if known.any():
+                ax.fill_between(x[known], lo[known], hi[known], color=color(index), alpha=0.15,
+                                linewidth=0)
+    ax.set_ylim(0, ymax)
+    ax.set_xlabel("noise level (share of noisy passages)")
+    _finish(ax, title, ylabel)
+
+
+def noise_curves(
+    rgb: pl.DataFrame, f1: pl.DataFrame, models: Sequence[str | None], *, chart_id: str
+) -> str | None:
+    """RGB accuracy (%) and answer F1 against noise level, one line per model, CI bands.
+
+    A panel is drawn for each frame with at least one known noise level.
+    """
+    panels = []
+    if _has_values(rgb.filter(pl.col("noise_level").is_not_null()), ["accuracy"]):
+        panels.append((rgb, "accuracy", "RGB noise robustness: accuracy", "accuracy (%)", 100.0))
+    if _has_values(f1.filter(pl.col("noise_level").is_not_null()), ["answer_f1"]):
+        panels.append((f1, "answer_f1", "Answer F1 by noise level", "answer F1", 1.0))
+    if not panels:
+        return None
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False)[0]
+        for k, (frame, column, title, ylabel, ymax) in enumerate(panels):
+            _curve_panel(axes[k], frame, column, models, title, ylabel, ymax)
+        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig, chart_id)
+
+
+def _scatter_panel(
+    ax: Axes, by_model: pl.DataFrame, by_model_category: pl.DataFrame, x: str, y: str,
+    models: Sequence[str | None],
+) -> None:
+    for index, model in enumerate(models):
+        part = by_model_category.filter(pl.col("model").eq_missing(model))
+        ax.scatter(_values(part, x), _values(part, y), s=14, alpha=0.45, color=color(index),
+                   linewidths=0)
+        row = by_model.filter(pl.col("model").eq_missing(model))
+        ax.scatter(_values(row, x), _values(row, y), s=70, color=color(index),
+                   edgecolors="black", linewidths=0.8, label=label(model), zorder=3)
+
+
+def quadrant(
+    by_model: pl.DataFrame, by_model_category: pl.DataFrame, models: Sequence[str | None], *,
+    chart_id: str,
+) -> str | None:
+    """Faithfulness and overlap against answer F1: large points per model, small per category.
+
+    Dashed lines at 0.5 split each panel into grounded/ungrounded × correct/wrong.
+    """
+    panels = [c for c in ("faithfulness", "overlap") if _has_values(by_model, [c])]
+    if not panels or not _has_values(by_model, ["answer_f1"]):
+        return None
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.8), layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False)[0]
+        for k, x in enumerate(panels):
+            ax = axes[k]
+            _scatter_panel(ax, by_model, by_model_category, x, "answer_f1", models)
+            ax.axvline(0.5, color="#888888", linestyle="--", linewidth=0.8)
+            ax.axhline(0.5, color="#888888", linestyle="--", linewidth=0.8)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_xlabel(x)
+            _finish(ax, f"{x.capitalize()} vs answer F1", "answer F1" if k == 0 else None)
+        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig, chart_id)
+
+
+def cost_vs_abstain(
+    by_model: pl.DataFrame, by_model_category: pl.DataFrame, models: Sequence[str | None], *,
+    chart_id: str,
+) -> str | None:
+    """Mean total tokens and p50 latency against abstain rate (per model and per category)."""
+    panels = [(c, n) for c, n in (("mean_total_tokens", "mean total tokens"),
+                                  ("p50_latency_ms", "p50 latency (ms)"))
+              if _has_values(by_model, [c])]
+    if not panels or not _has_values(by_model, ["abstain_rate"]):
+        return None
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False)[0]
+        for k, (x, name) in enumerate(panels):
+            ax = axes[k]
+            _scatter_panel(ax, by_model, by_model_category, x, "abstain_rate", models)
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_xlabel(name)
+            _finish(ax, f"{name.capitalize()} vs abstain rate",
+                    "abstain rate" if k == 0 else None)
+        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig, chart_id)
+
+
+def category_profile(
+    by_category: pl.DataFrame, columns: Sequence[str], names: Sequence[str],
+    models: Sequence[str | None], *, chart_id: str,
+) -> str | None:
+    """One panel per model: the composite scores (grouped bars) in each scoring category."""
+    if not _has_values(by_category, columns):
+        return None
+    ncols = min(3, len(models))
+    nrows = -(-len(models) // ncols)
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 0.4 + 2.8 * nrows), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
+        for index, model in enumerate(models):
+            ax = axes[index]
+            part = by_category.filter(pl.col("model").eq_missing(model))
+            categories = [label(c) for c in part["scoring_category"].to_list()]
+            x = np.arange(len(categories))
+            width = 0.8 / len(columns)
+            for k, column in enumerate(columns):
+                ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(_values(part, column)), width,
+                       color=color(k), label=names[k])
+            ax.set_xticks(x, categories, rotation=35, ha="right", fontsize=7)
+            ax.set_ylim(0, 1)
+            _finish(ax, label(model))
+        for ax in axes[len(models):]:
+            ax.set_visible(False)
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+                   ncols=len(columns))
+    return to_svg(fig, chart_id)
+
+
+def failure_modes(frame: pl.DataFrame, *, chart_id: str) -> str | None:
+    """Stacked horizontal bars: the share of each primary failure mode per model · category.
+
+    ``frame`` is the ``failure_modes`` view; ``pass`` is drawn first, the other modes by their
+    total count (most frequent first).
+    """
+    if frame.height == 0:
+        return None
+    frame = frame.with_columns(pl.col("primary_failure_mode").fill_null(NULL_LABEL))
+    totals = frame.group_by("primary_failure_mode").agg(pl.col("n").sum()).sort(
+        pl.col("primary_failure_mode") != "pass", -pl.col("n"), "primary_failure_mode"
+    )
+    modes = totals["primary_failure_mode"].to_list()
+    groups = frame.select("model", "scoring_category").unique().sort(
+        "model", "scoring_category", nulls_last=True
+    )
+    rows = pair_labels(groups, "model", "scoring_category")
+    wide = groups.join(
+        frame.pivot("primary_failure_mode", index=["model", "scoring_category"], values="share"),
+        on=["model", "scoring_category"], how="left", nulls_equal=True, maintain_order="left",
+    )
+    y = np.arange(len(rows))
+    left = np.zeros(len(rows))
+    colors = ["#009E73", *(c for c in PALETTE if c != "#009E73")]
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 1.0 + 0.26 * len(rows)), layout="constrained")
+        ax = fig.add_subplot()
+        for k, mode in enumerate(modes):
+            share = np.nan_to_num(_values(wide, mode))
+            ax.barh(y, share, left=left, color=colors[k % len(colors)], label=mode, height=0.8)
+            left += share
+        ax.set_yticks(y, rows)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of rows")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _finish(ax, "Primary failure mode")
+    return to_svg(fig, chart_id)

@@ -1,0 +1,239 @@
+"""The numbers behind the report: view results, per-row scores and the optional statistics files.
+
+Everything comes from an output directory: the DuckDB views (through one read-only
+:func:`pipeline.views.connect` connection), ``texts.parquet`` for the worst items, and, when
+present, ``intervals.parquet`` and ``comparisons.parquet`` written by ``pipeline.stats``.
+
+Intervals are matched to a view row on the view's grain (``model``; ``model, noise_level``;
+``model, category``, nulls matching nulls) and on the metric name: the view column's own name
+first, then the per-row score column it averages (:data:`INTERVAL_METRICS`). A matched interval
+becomes two columns beside the value, ``NAME_lo`` and ``NAME_hi``; for the abstain rate those
+are the Wilson bounds (:data:`WILSON_COLUMNS`), for every other metric the bootstrap bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.evaluate import TEXTS_FILE
+from pipeline.schema import InputError
+from pipeline.stats import COMPARISONS_FILE, INTERVALS_FILE
+from pipeline.views import connect
+
+#: Rows per model in the worst-items table.
+WORST_N = 20
+
+INTERVAL_COLUMNS = (
+    "view", "model", "noise_level", "category", "metric", "n", "mean", "ci_low", "ci_high",
+    "wilson_low", "wilson_high", "resamples", "seed", "method",
+)
+COMPARISON_COLUMNS = (
+    "model_a", "model_b", "slice", "slice_value", "metric", "n_pairs", "mean_a", "mean_b", "diff",
+    "ci_low", "ci_high", "test", "p_value", "p_adjusted", "correction", "significant",
+)
+DIFF_COLUMNS = (
+    "model", "metric", "slice", "slice_value", "mean_a", "mean_b", "delta", "ci_low", "ci_high",
+)
+#: The grain of each view that intervals may refer to.
+VIEW_KEYS = {
+    "by_model": ("model",),
+    "by_model_noise": ("model", "noise_level"),
+    "by_model_category": ("model", "category"),
+}
+#: View column → metric names an interval for it may carry (first match wins; pipeline.stats
+#: names them after the per-row score column). A column not listed is looked up under its own
+#: name only; the p50 latency has none (a median is not a mean).
+INTERVAL_METRICS: dict[str, tuple[str, ...]] = {
+    "abstain_rate": ("abstain_rate", "abstained"),
+    "citation_precision_macro": ("citation_precision_macro", "citation_precision"),
+    "citation_recall_macro": ("citation_recall_macro", "citation_recall"),
+    "citation_f1_macro": ("citation_f1_macro", "citation_f1"),
+    "mean_total_tokens": ("mean_total_tokens", "total_tokens"),
+    "abstention_accuracy": ("abstention_accuracy", "abstention_correct"),
+    "insufficient_context_rate": ("insufficient_context_rate", "insufficient_context_detected"),
+    # RGB accuracy (%) from the mean of the 0/1 rgb_correct column (scaled by 100).
+    "accuracy": ("rgb_accuracy", "rgb_correct"),
+}
+#: Columns whose interval is the Wilson score interval (a proportion), not the bootstrap one.
+WILSON_COLUMNS = frozenset({"abstain_rate"})
+
+_WORST_SQL = f"""
+with ranked as (
+    select
+        sr.*,
+        row_number() over (
+            partition by sr.model
+            order by sr.answer_f1 asc nulls last, sr.overall_score asc nulls last,
+                sr.source, sr.row_number
+        ) as worst_rank
+    from scores as sr
+)
+select
+    rk.model, rk.worst_rank, rk.source, rk.row_number, rk.id, rk.category, rk.answer_f1,
+    rk.answer_em, rk.citation_f1, rk.faithfulness, rk.overall_score, rk.primary_failure_mode
+from ranked as rk
+where rk.worst_rank <= {WORST_N}
+order by rk.model nulls last, rk.worst_rank
+"""
+
+
+@dataclass(frozen=True)
+class RunData:
+    """The frames one report is drawn from (views ordered by model, nulls last)."""
+
+    out_dir: Path
+    models: tuple[str | None, ...]
+    n_rows: int
+    n_rejected: int
+    headline: pl.DataFrame
+    by_model: pl.DataFrame
+    by_model_noise: pl.DataFrame
+    by_model_category: pl.DataFrame
+    by_category: pl.DataFrame
+    failure_modes: pl.DataFrame
+    rgb_noise: pl.DataFrame
+    rgb_summary: pl.DataFrame
+    #: One row per scored row: model, answer_f1, citation_f1 (for the distributions).
+    rows: pl.DataFrame
+    #: The :data:`WORST_N` lowest-F1 rows per model with their texts (when texts.parquet exists).
+    worst: pl.DataFrame
+    intervals: pl.DataFrame | None
+    comparisons: pl.DataFrame | None
+
+
+def read_optional(path: Path, columns: Sequence[str]) -> pl.DataFrame | None:
+    """The Parquet file at ``path`` if it exists, checked to hold ``columns``."""
+    if not path.is_file():
+        return None
+    frame = pl.read_parquet(path)
+    check_columns(frame, columns, str(path))
+    return frame
+
+
+def check_columns(frame: pl.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{what} lacks the column(s) {', '.join(missing)}")
+
+
+def with_ci(
+    frame: pl.DataFrame,
+    intervals: pl.DataFrame | None,
+    view: str,
+    columns: Sequence[str],
+    *,
+    same_n: bool = False,
+) -> pl.DataFrame:
+    """``frame`` (rows of ``view``) with ``NAME_lo``/``NAME_hi`` for each of ``columns``.
+
+    The bounds are null where ``intervals`` has no matching row (or is None). With ``same_n``
+    an interval counts only where its ``n`` equals the frame's ``n``: for a frame over a subset
+    of the view's rows (the RGB noise task), an interval over other rows would mislead.
+    """
+    keys = list(VIEW_KEYS[view])
+    bounds = []
+    for column in columns:
+        lo, hi = f"{column}_lo", f"{column}_hi"
+        matched = _matching_intervals(intervals, view, column)
+        if matched is None:
+            bounds.append(pl.lit(None, pl.Float64).alias(lo))
+            bounds.append(pl.lit(None, pl.Float64).alias(hi))
+            continue
+        wilson = column in WILSON_COLUMNS and matched["wilson_low"].drop_nulls().len() > 0
+        scale = 100.0 if column == "accuracy" else 1.0
+        matched = matched.select(
+            *(pl.col(k).cast(frame.schema[k]) for k in keys),
+            (pl.col("wilson_low" if wilson else "ci_low") * scale).alias(lo),
+            (pl.col("wilson_high" if wilson else "ci_high") * scale).alias(hi),
+            pl.col("n").alias("_interval_n"),
+        ).unique(subset=keys, keep="first", maintain_order=True)
+        frame = frame.join(matched, on=keys, how="left", nulls_equal=True,
+                           maintain_order="left")
+        if same_n:
+            other = pl.col("_interval_n") != pl.col("n")
+            frame = frame.with_columns(
+                pl.when(other).then(None).otherwise(pl.col(c)).alias(c) for c in (lo, hi)
+            )
+        frame = frame.drop("_interval_n")
+    return frame.with_columns(bounds) if bounds else frame
+
+
+def _matching_intervals(
+    intervals: pl.DataFrame | None, view: str, column: str
+) -> pl.DataFrame | None:
+    if intervals is None:
+        return None
+    of_view = intervals.filter(pl.col("view") == view)
+    available = set(of_view["metric"].unique().to_list())
+    for metric in INTERVAL_METRICS.get(column, (column,)):
+        if metric in available:
+            return of_view.filter(pl.col("metric") == metric)
+    return None
+
+
+def load_run(out_dir: Path) -> RunData:
+    """Query the views of ``out_dir`` and read its optional statistics files."""
+    out_dir = Path(out_dir)
+    intervals = read_optional(out_dir / INTERVALS_FILE, INTERVAL_COLUMNS)
+    comparisons = read_optional(out_dir / COMPARISONS_FILE, COMPARISON_COLUMNS)
+    con = connect(out_dir)
+    try:
+        def query(sql: str) -> pl.DataFrame:
+            return con.sql(sql).pl()
+
+        counts = query("select (select count(*) from scores) as n_rows, "
+                       "(select count(*) from rejected) as n_rejected")
+        n_rows, n_rejected = int(counts["n_rows"][0]), int(counts["n_rejected"][0])
+        by_model = query("select * from by_model order by model nulls last")
+        frames = {
+            "headline": query("select * from headline order by model nulls last"),
+            "by_model_noise": query(
+                "select * from by_model_noise order by model nulls last, noise_level nulls last"
+            ),
+            "by_model_category": query(
+                "select * from by_model_category order by model nulls last, category nulls last"
+            ),
+            "by_category": query(
+                "select * from by_category order by model nulls last, scoring_category nulls last"
+            ),
+            "failure_modes": query(
+                "select * from failure_modes order by model nulls last, "
+                "scoring_category nulls last, primary_failure_mode nulls last"
+            ),
+            "rgb_noise": query(
+                "select * from rgb_noise_robustness "
+                "order by model nulls last, noise_level nulls last"
+            ),
+            "rgb_summary": query("select * from rgb_summary order by model nulls last"),
+            "rows": query(
+                "select sr.model, sr.answer_f1, sr.citation_f1 from scores as sr "
+                "order by sr.source, sr.row_number"
+            ),
+            "worst": query(_WORST_SQL),
+        }
+    except duckdb.Error as exc:
+        raise InputError(f"{out_dir}: the report's queries failed: {exc}") from exc
+    finally:
+        con.close()
+    texts_path = out_dir / TEXTS_FILE
+    if texts_path.is_file():
+        texts = pl.read_parquet(texts_path).select("source", "row_number", "question",
+                                                   "reference", "response")
+        frames["worst"] = frames["worst"].join(
+            texts, on=["source", "row_number"], how="left", maintain_order="left"
+        )
+    return RunData(
+        out_dir=out_dir,
+        models=tuple(by_model["model"].to_list()),
+        n_rows=n_rows,
+        n_rejected=n_rejected,
+        by_model=by_model,
+        intervals=intervals,
+        comparisons=comparisons,
+        **frames,
+    )

@@ -1,0 +1,272 @@
+"""`pipeline.report`: the self-contained HTML report of a run (no browser; see test_report_browser).
+
+The run is built once per session by the real pipeline on a few dozen sample rows, plus rows whose
+model name and responses try to inject markup.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.cli import main
+from pipeline.report import SECTION_IDS, write_report
+from pipeline.report.data import WORST_N
+from pipeline.report.page import SCRIPT
+from pipeline.views import run_query
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "sample" / "records.parquet"
+RGB_SAMPLE = REPO / "out" / "sample-rgb-records.parquet"  # made by `make evaluate`; optional
+EVIL_MODEL = "<script>alert(1)</script>"
+EVIL_RESPONSES = (
+    '"><img src=x onerror=alert(1)>',
+    "<script>window.__pwned = 1</script>",
+    '"><img src=x onerror="window.__pwned2=1">',
+    "see https://example.com/x and <a href='http://evil.test/'>here</a>",
+)
+
+
+def build_run(root: Path) -> Path:
+    """Evaluate a small slice of the sample data (and injected rows) into ``root/run``."""
+    sample = pl.read_parquet(SAMPLE)
+    picked = sample.filter(pl.int_range(pl.len()).over("model", "category") < 3)
+    evil = sample.head(len(EVIL_RESPONSES)).with_columns(
+        pl.lit(EVIL_MODEL).alias("model"),
+        pl.Series("response", EVIL_RESPONSES),
+        (pl.lit("evil-") + pl.col("id")).alias("id"),
+    )
+    inputs = [root / "sample.parquet"]
+    pl.concat([picked, evil]).write_parquet(inputs[0])
+    if RGB_SAMPLE.is_file():
+        rgb = pl.read_parquet(RGB_SAMPLE)
+        inputs.append(root / "rgb.parquet")
+        rgb.filter(pl.int_range(pl.len()).over("model", "task", "noise_level") < 2).write_parquet(
+            inputs[1]
+        )
+    out = root / "run"
+    argv = ["evaluate", "--out", str(out), "--embedding-backend", "hashed", "--no-progress",
+            "--resamples", "50"]
+    for path in inputs:
+        argv += ["--input", str(path)]
+    assert main(argv) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_run(tmp_path_factory.mktemp("report-run"))
+
+
+@pytest.fixture(scope="session")
+def report(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    target = tmp_path_factory.mktemp("report") / "report.html"
+    return write_report(run_dir, target).read_text(encoding="utf-8")
+
+
+def section(doc: str, section_id: str) -> str:
+    match = re.search(rf'<(section|header) id="{section_id}">(.*?)</\1>', doc, re.DOTALL)
+    assert match is not None, f"no section {section_id}"
+    return match.group(2)
+
+
+def body_rows(fragment: str) -> list[list[str]]:
+    """The text of each cell of each body row of the tables in ``fragment``."""
+    rows = []
+    for tbody in re.findall(r"<tbody>(.*?)</tbody>", fragment, re.DOTALL):
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", tbody, re.DOTALL):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
+            rows.append([html.unescape(re.sub(r"<[^>]+>", "", c)) for c in cells])
+    return rows
+
+
+def copy_run(run_dir: Path, target: Path, drop: tuple[str, ...] = ()) -> Path:
+    shutil.copytree(run_dir, target)
+    for name in drop:
+        (target / name).unlink()
+    return target
+
+
+def test_every_section_is_there_and_in_the_nav(report: str) -> None:
+    for section_id in SECTION_IDS:
+        if section_id == "run-comparison":
+            assert 'id="run-comparison"' not in report  # only with a diff
+            continue
+        assert f'id="{section_id}"' in report
+        assert f'href="#{section_id}"' in report
+
+
+def _ci(value: float, low: float, high: float, decimals: int = 2) -> str:
+    return f"{value:,.{decimals}f} [{low:,.{decimals}f}, {high:,.{decimals}f}]"
+
+
+def test_headline_numbers_are_the_view_values_with_their_intervals(
+    run_dir: Path, report: str
+) -> None:
+    headline = run_query(run_dir, "select * from headline order by model nulls last")
+    intervals = pl.read_parquet(run_dir / "intervals.parquet").filter(pl.col("view") == "by_model")
+
+    def bounds(model: str, metric: str, wilson: bool = False) -> tuple[float, float]:
+        row = intervals.filter((pl.col("model") == model) & (pl.col("metric") == metric))
+        low, high = ("wilson_low", "wilson_high") if wilson else ("ci_low", "ci_high")
+        return row[low].item(), row[high].item()
+
+    rows = body_rows(section(report, "headline"))
+    assert [r[0] for r in rows] == headline["model"].to_list()
+    for cells, view in zip(rows, headline.to_dicts(), strict=True):
+        model = view["model"]
+        assert cells[1] == str(view["n"])
+        assert cells[2] == _ci(view["faithfulness"], *bounds(model, "faithfulness"))
+        assert cells[3] == _ci(view["overlap"], *bounds(model, "overlap"))
+        assert cells[4] == _ci(view["answer_f1"], *bounds(model, "answer_f1"))
+        if view["citation_f1_macro"] is not None:
+            assert cells[5] == _ci(view["citation_f1_macro"], *bounds(model, "citation_f1"))
+        assert cells[6] == _ci(view["mean_total_tokens"], *bounds(model, "total_tokens"), 0)
+        assert cells[7] == f"{view['p50_latency_ms']:,.0f}"  # a median: no bootstrap of it
+        assert cells[8] == _ci(view["abstain_rate"], *bounds(model, "abstained", wilson=True))
+
+
+def test_header_states_rows_signature_and_resampling(run_dir: Path, report: str) -> None:
+    header = html.unescape(section(report, "summary"))
+    n_rows = run_query(run_dir, "select count(*) as n from scores")["n"].item()
+    assert f"{n_rows:,} scored" in header
+    signature = run_query(run_dir, "select signature from headline")["signature"][0]
+    assert signature.split("; ")[0] in header
+    assert "50 resamples, seed 0" in header
+
+
+def test_no_network_references(report: str) -> None:
+    assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:)?//""", report, re.I)
+    assert not re.search(r"url\(\s*['\"]?(https?:)?//", report, re.I)
+    assert "@import" not in report
+    # the injected link only appears as escaped text
+    assert "&lt;a href=&#x27;http://evil.test/&#x27;&gt;" in report
+
+
+def test_the_only_script_is_ours_and_injected_markup_is_text(report: str) -> None:
+    assert report.count("<script") == 1
+    assert f"<script>{SCRIPT}</script>" in report
+    assert "<img" not in report  # the injected tags exist only in escaped form
+    assert html.escape(EVIL_MODEL, quote=True) in section(report, "headline")
+    for response in EVIL_RESPONSES:
+        assert html.escape(response, quote=True) in section(report, "worst")
+
+
+def test_chart_labels_are_escaped_by_matplotlib(report: str) -> None:
+    answers = re.search(r'<figure class="chart" id="chart-answers">(.*?)</figure>', report,
+                        re.DOTALL)
+    assert answers is not None
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in answers.group(1)
+
+
+def test_charts_are_inline_svg_without_metadata(report: str) -> None:
+    figures = re.findall(r'<figure class="chart" id="(chart-[a-z]+)">(.*?)</figure>', report,
+                         re.DOTALL)
+    ids = {f[0] for f in figures}
+    assert {"chart-answers", "chart-citations", "chart-distributions", "chart-categories",
+            "chart-noise", "chart-grounding", "chart-cost", "chart-profile",
+            "chart-failures"} <= ids
+    for chart_id, body in figures:
+        assert body.lstrip().startswith(f'<svg id="{chart_id}-svg"'), chart_id
+        assert "<text" in body or "<g" in body
+    assert "<?xml" not in report and "<metadata" not in report and "<!DOCTYPE svg" not in report
+    assert 'font-family' in report  # svg.fonttype none: text stays text
+
+
+def test_worst_items_are_the_lowest_f1_rows_per_model(run_dir: Path, report: str) -> None:
+    rows = body_rows(section(report, "worst"))
+    scores = pl.read_parquet(run_dir / "scores.parquet")
+    for model in scores["model"].unique().to_list():
+        shown = [r for r in rows if r[0] == model]
+        expected = min(WORST_N, scores.filter(pl.col("model") == model).height)
+        assert len(shown) == expected
+        f1 = [float(r[7]) for r in shown if r[7] != "—"]
+        assert f1 == sorted(f1)
+        lowest = scores.filter(pl.col("model") == model)["answer_f1"].min()
+        assert f1[0] == pytest.approx(lowest, abs=0.005)
+    assert 'data-filter="worst-table"' in report
+
+
+def test_output_is_deterministic_and_atomic(run_dir: Path, report: str, tmp_path: Path) -> None:
+    again = write_report(run_dir, tmp_path / "new" / "r.html")
+    assert again.read_bytes() == report.encode("utf-8")
+    assert sorted(p.name for p in again.parent.iterdir()) == ["r.html"]  # no temporary left
+
+
+def test_renders_without_statistics_files_and_texts(run_dir: Path, tmp_path: Path) -> None:
+    bare = copy_run(run_dir, tmp_path / "bare",
+                    ("intervals.parquet", "comparisons.parquet", "texts.parquet"))
+    doc = write_report(bare, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "without confidence intervals" in doc
+    headline = body_rows(section(doc, "headline"))
+    assert headline and all("[" not in cell for row in headline for cell in row)
+    assert "No comparisons.parquet" in section(doc, "comparisons")
+    assert "texts.parquet is missing" in section(doc, "worst")
+    for section_id in SECTION_IDS:
+        assert section_id == "run-comparison" or f'id="{section_id}"' in doc
+
+
+def test_fixture_statistics_files_are_shown(run_dir: Path, tmp_path: Path) -> None:
+    run = copy_run(run_dir, tmp_path / "fixture")
+    models = sorted(pl.read_parquet(run / "scores.parquet")["model"].unique().to_list())
+    base = {"view": "by_model", "noise_level": None, "category": None, "n": 10,
+            "wilson_low": None, "wilson_high": None, "resamples": 777, "seed": 42,
+            "method": "fixture bootstrap"}
+    pl.DataFrame(
+        [{**base, "model": models[0], "metric": "answer_f1", "mean": 0.5, "ci_low": 0.111,
+          "ci_high": 0.999},
+         {**base, "model": models[0], "metric": "abstained", "mean": 0.5, "ci_low": 0.2,
+          "ci_high": 0.3, "wilson_low": 0.014, "wilson_high": 0.456}],
+        schema_overrides={"noise_level": pl.Float64, "category": pl.String,
+                          "wilson_low": pl.Float64, "wilson_high": pl.Float64},
+    ).write_parquet(run / "intervals.parquet")
+    pl.DataFrame([
+        {"model_a": models[0], "model_b": models[1], "slice": "all", "slice_value": "all",
+         "metric": "answer_f1", "n_pairs": 12, "mean_a": 0.2, "mean_b": 0.5, "diff": -0.3,
+         "ci_low": -0.4, "ci_high": -0.2, "test": "paired permutation", "p_value": 0.001,
+         "p_adjusted": 0.002, "correction": "holm", "significant": True},
+        {"model_a": models[0], "model_b": models[1], "slice": "category",
+         "slice_value": "<i>Factual</i>", "metric": "answer_f1", "n_pairs": 4, "mean_a": 0.2,
+         "mean_b": 0.25, "diff": -0.05, "ci_low": -0.4, "ci_high": 0.3,
+         "test": "paired permutation", "p_value": 0.5, "p_adjusted": 0.9, "correction": "holm",
+         "significant": False},
+    ]).write_parquet(run / "comparisons.parquet")
+    doc = write_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
+    first = next(r for r in body_rows(section(doc, "headline")) if r[0] == models[0])
+    assert first[4].endswith("[0.11, 1.00]")
+    assert first[8].endswith("[0.01, 0.46]")  # Wilson bounds for the abstain rate
+    assert "777 resamples, seed 42" in html.unescape(section(doc, "summary"))
+    comparisons = section(doc, "comparisons")
+    assert '<tr class="sig">' in comparisons
+    assert "-0.300 [-0.400, -0.200]" in comparisons
+    assert "&lt;i&gt;Factual" not in comparisons  # non-significant slice rows are left out
+    assert "Shown: 1 of the 2 rows" in comparisons
+
+
+def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
+    diff = pl.DataFrame({
+        "model": ["m<1>", "m2"], "metric": ["answer_f1", "answer_em"],
+        "slice": ["all", "all"], "slice_value": ["all", "all"], "mean_a": [0.4, 0.3],
+        "mean_b": [0.5, 0.3], "delta": [0.1, 0.0], "ci_low": [0.05, -0.1],
+        "ci_high": [0.15, 0.1],
+    })
+    doc = write_report(run_dir, tmp_path / "r.html", diff=diff, title="Before & after")
+    text = doc.read_text(encoding="utf-8")
+    part = section(text, "run-comparison")
+    assert "m&lt;1&gt;" in part and '<tr class="sig">' in part
+    assert "0.100 [0.050, 0.150]" in part
+    assert "<title>Before &amp; after</title>" in text
+    assert 'href="#run-comparison"' in text
+
+
+def test_a_malformed_diff_is_an_input_error(run_dir: Path, tmp_path: Path) -> None:
+    from pipeline.schema import InputError
+
+    with pytest.raises(InputError, match="delta"):
+        write_report(run_dir, tmp_path / "r.html", diff=pl.DataFrame({"model": ["a"]}))
+    assert not (tmp_path / "r.html").exists()

@@ -1,0 +1,394 @@
+"""Bootstrap intervals, Wilson intervals, McNemar, Holm/BH and the two stats tables."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.stats import (
+    COMPARISON_SCHEMA,
+    INTERVAL_SCHEMA,
+    benjamini_hochberg,
+    binary_columns,
+    comparison_table,
+    holm,
+    interval_table,
+    mcnemar_exact_p,
+    metric_columns,
+    wilson_interval,
+    write_stats,
+)
+
+KEYS: dict[str, pl.DataType] = {
+    "id": pl.String(),
+    "model": pl.String(),
+    "run": pl.String(),
+    "category": pl.String(),
+    "noise_level": pl.Float64(),
+    "task": pl.String(),
+}
+METRICS: dict[str, pl.DataType] = {"answer_em": pl.Int8(), "answer_f1": pl.Float64()}
+
+
+def scores(columns: dict[str, list]) -> pl.DataFrame:
+    """A scores-like frame: key columns (missing ones null) plus answer_em and answer_f1."""
+    height = len(next(iter(columns.values())))
+    schema = {**KEYS, **METRICS}
+    return pl.DataFrame(
+        {name: columns.get(name, [None] * height) for name in schema}, schema=schema
+    )
+
+
+def exact_mcnemar(b: int, c: int) -> float:
+    n, k = b + c, min(b, c)
+    return min(1.0, float(2 * Fraction(sum(math.comb(n, j) for j in range(k + 1)), 2**n)))
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def test_metric_columns_drop_counts_keep_usage():
+    schema = {
+        "id": pl.String(), "answer_em": pl.Int8(), "answer_f1": pl.Float64(),
+        "rouge_1_overlap": pl.Int64(), "total_tokens": pl.Int64(), "latency_ms": pl.Float64(),
+        "abstained": pl.Int8(), "length_feedback": pl.String(), "not_a_metric": pl.Float64(),
+    }
+    assert metric_columns(schema) == [
+        "answer_em", "answer_f1", "abstained", "total_tokens", "latency_ms"
+    ]
+    assert binary_columns(schema) == ["answer_em", "abstained"]
+
+
+# --------------------------------------------------------------------------- Wilson
+
+
+def test_wilson_hand_values():
+    low, high = wilson_interval(np.array([8, 0, 10, 0]), np.array([10, 10, 10, 0]))
+    assert low[:3].round(4).tolist() == [0.4902, 0.0, 0.7225]
+    assert high[:3].round(4).tolist() == [0.9433, 0.2775, 1.0]
+    assert np.isnan(low[3]) and np.isnan(high[3])
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+def test_mcnemar_hand_values():
+    assert mcnemar_exact_p(1, 6) == pytest.approx(2 * (1 + 7) / 128, rel=1e-12)
+    assert mcnemar_exact_p(6, 1) == pytest.approx(0.125, rel=1e-12)
+    assert mcnemar_exact_p(0, 0) == 1.0
+    assert mcnemar_exact_p(5, 5) == 1.0
+    assert mcnemar_exact_p(0, 4) == pytest.approx(2 / 16, rel=1e-12)
+    assert isinstance(mcnemar_exact_p(1, 6), float)
+
+
+@pytest.mark.parametrize("b, c", [(1000, 1100), (30, 70), (255, 300), (5, 250), (2000, 2600)])
+def test_mcnemar_matches_exact_integer_sum(b, c):
+    assert mcnemar_exact_p(b, c) == pytest.approx(exact_mcnemar(b, c), rel=1e-9)
+
+
+def test_mcnemar_large_counts_near_normal_approximation():
+    # z = |b - c| / sqrt(b + c) = 2: two-sided normal p = 0.0455
+    p = mcnemar_exact_p(499_000, 501_000)
+    assert math.isfinite(p)
+    assert p == pytest.approx(math.erfc(2 / math.sqrt(2)), abs=1e-3)
+    p = mcnemar_exact_p(1000, 1100)
+    z = 100 / math.sqrt(2100)
+    assert math.erfc(z / math.sqrt(2)) < p < math.erfc((z - 0.1) / math.sqrt(2))
+
+
+def test_mcnemar_vectorized():
+    p = mcnemar_exact_p(np.array([1, 0, 5, 1000]), np.array([6, 0, 5, 1100]))
+    expected = [0.125, 1.0, 1.0, exact_mcnemar(1000, 1100)]
+    np.testing.assert_allclose(p, expected, rtol=1e-9)
+    with pytest.raises(ValueError):
+        mcnemar_exact_p(-1, 3)
+
+
+# --------------------------------------------------------------------------- Holm / BH
+
+
+def test_holm_hand_values():
+    np.testing.assert_allclose(holm(np.array([0.01, 0.04, 0.03, 0.005])), [0.03, 0.06, 0.06, 0.02])
+    np.testing.assert_allclose(holm(np.array([0.01, np.nan, 0.04])), [0.02, np.nan, 0.04])
+    np.testing.assert_allclose(holm(np.array([0.6, 0.9])), [1.0, 1.0])
+    assert holm(np.array([])).size == 0
+    assert np.isnan(holm(np.array([np.nan, np.nan]))).all()
+
+
+def test_benjamini_hochberg_hand_values():
+    np.testing.assert_allclose(
+        benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.005])), [0.02, 0.04, 0.04, 0.02]
+    )
+    np.testing.assert_allclose(
+        benjamini_hochberg(np.array([0.01, np.nan, 0.04])), [0.02, np.nan, 0.04]
+    )
+    np.testing.assert_allclose(benjamini_hochberg(np.array([0.9, 0.95])), [0.95, 0.95])
+    np.testing.assert_allclose(benjamini_hochberg(np.array([0.6, 2.0])), [1.0, 1.0])
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def test_coverage_by_simulation():
+    # 200 simulated "models" of 200 independent questions each: one by_model group each.
+    sims, rows = 200, 200
+    rng = np.random.default_rng(12345)
+    frame = scores({
+        "id": [f"q{i}" for i in range(rows)] * sims,
+        "model": np.repeat([f"m{s:03d}" for s in range(sims)], rows).tolist(),
+        "answer_em": (rng.random(sims * rows) < 0.3).astype(np.int8).tolist(),
+        "answer_f1": rng.normal(0.5, 0.2, sims * rows).tolist(),
+    })
+    table = interval_table(frame, resamples=400, seed=7)
+    assert table["view"].unique().to_list() == ["by_model"]
+    em = table.filter(pl.col("metric") == "answer_em")
+    f1 = table.filter(pl.col("metric") == "answer_f1")
+    assert em.height == f1.height == sims
+    boot_em = ((em["ci_low"] <= 0.3) & (em["ci_high"] >= 0.3)).mean()
+    wilson = ((em["wilson_low"] <= 0.3) & (em["wilson_high"] >= 0.3)).mean()
+    boot_f1 = ((f1["ci_low"] <= 0.5) & (f1["ci_high"] >= 0.5)).mean()
+    for coverage in (boot_em, wilson, boot_f1):
+        assert 0.88 <= coverage <= 0.99
+    assert f1["wilson_low"].is_null().all()
+
+
+def test_interval_values_and_views():
+    frame = scores({
+        "id": ["a", "b", "c", "a", "b", "c", "a"],
+        "model": ["m", "m", "m", "m", "m", "m", None],
+        "category": ["x", "x", "y", "x", "x", "y", "x"],
+        "noise_level": [0.0, 0.0, 0.0, 0.5, 0.5, None, 0.0],
+        "answer_em": [1, 0, 1, 1, None, 0, 1],
+        "answer_f1": [1.0, 0.5, 1.0, 0.5, 0.0, 0.0, 0.25],
+    })
+    table = interval_table(frame, resamples=200, seed=1)
+    assert dict(table.schema) == INTERVAL_SCHEMA
+    row = table.filter(view="by_model", model="m", metric="answer_em").row(0, named=True)
+    assert (row["n"], row["mean"]) == (5, 0.6)
+    assert (row["noise_level"], row["category"]) == (None, None)
+    assert (row["resamples"], row["seed"]) == (200, 1)
+    assert row["method"] == "percentile bootstrap over questions"
+    assert 0.0 <= row["ci_low"] <= row["mean"] <= row["ci_high"] <= 1.0
+    low, high = wilson_interval(np.array([3]), np.array([5]))
+    assert (row["wilson_low"], row["wilson_high"]) == (low[0], high[0])
+    # the null model is its own group
+    null_model = table.filter(pl.col("model").is_null(), view="by_model", metric="answer_f1")
+    assert null_model["mean"].to_list() == [0.25]
+    # rows without a noise level are not in by_model_noise
+    noise = table.filter(view="by_model_noise", model="m", metric="answer_f1").sort("noise_level")
+    assert noise["noise_level"].to_list() == [0.0, 0.5]
+    assert noise["n"].to_list() == [3, 2]
+    assert noise["mean"].to_list() == pytest.approx([2.5 / 3, 0.25])
+    category = table.filter(view="by_model_category", model="m", metric="answer_em")
+    assert category.sort("category")["mean"].to_list() == [2 / 3, 0.5]
+    sort_keys = ["view", "model", "noise_level", "category", "metric"]
+    assert table.equals(table.sort(sort_keys, nulls_last=True))
+
+
+def test_one_question_collapses_interval():
+    # Every row is the same question: resampling questions always draws the one question.
+    frame = scores({
+        "id": ["q"] * 40,
+        "model": ["m"] * 40,
+        "answer_em": [1, 0] * 20,
+        "answer_f1": np.linspace(0, 1, 40).tolist(),
+    })
+    table = interval_table(frame, resamples=300, seed=0).filter(view="by_model")
+    assert table["ci_low"].to_list() == pytest.approx(table["mean"].to_list())
+    assert table["ci_high"].to_list() == pytest.approx(table["mean"].to_list())
+
+
+def test_clustered_interval_wider_than_independent_rows():
+    rng = np.random.default_rng(3)
+    values = rng.normal(0.5, 0.2, 20).repeat(10).tolist()  # 20 questions, 10 rows each
+    clustered = scores({
+        "id": np.repeat([f"q{i}" for i in range(20)], 10).tolist(),
+        "model": ["m"] * 200, "answer_f1": values,
+    })
+    independent = clustered.with_columns(id=pl.format("r{}", pl.int_range(200)))
+
+    def width(frame: pl.DataFrame) -> float:
+        row = interval_table(frame, resamples=500, seed=0).filter(
+            view="by_model", metric="answer_f1"
+        ).row(0, named=True)
+        return row["ci_high"] - row["ci_low"]
+
+    assert width(clustered) > 2.0 * width(independent)
+
+
+def test_empty_and_unmeasured():
+    empty = interval_table(scores({"id": []}), resamples=10)
+    assert empty.height == 0 and dict(empty.schema) == INTERVAL_SCHEMA
+    # a metric with no values in a group has no row
+    frame = scores({"id": ["a", "b"], "model": ["m", "m"], "answer_f1": [0.1, 0.2]})
+    assert interval_table(frame, resamples=10)["metric"].to_list() == ["answer_f1"]
+    empty = comparison_table(scores({"id": []}), resamples=10)
+    assert empty.height == 0 and dict(empty.schema) == COMPARISON_SCHEMA
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def two_models() -> pl.DataFrame:
+    """Model a beats b on answer_em: category x b=4, c=0; category y b=2, c=1; all b=6, c=1."""
+    em_a = [1, 1, 1, 1, 0, 1, 1, 0, 0, 1]
+    em_b = [0, 0, 0, 0, 0, 0, 0, 1, 0, 1]
+    ids = [f"q{i}" for i in range(10)]
+    category = ["x"] * 5 + ["y"] * 5
+    f1 = np.linspace(0.1, 0.9, 10)
+    return scores({
+        "id": [*ids, *ids, "only_a"],
+        "model": ["a"] * 10 + ["b"] * 10 + ["a"],
+        "category": [*category, *category, "x"],
+        "answer_em": [*em_a, *em_b, 0],
+        "answer_f1": [*f1.tolist(), *(f1 - 0.05).tolist(), 0.0],
+    })
+
+
+def test_comparison_mcnemar_and_holm_by_hand():
+    table = comparison_table(two_models(), resamples=500, seed=0)
+    assert dict(table.schema) == COMPARISON_SCHEMA
+    em = table.filter(metric="answer_em").sort("slice", "slice_value")
+    assert em.select("slice", "slice_value").rows() == [("all", "all"), ("category", "x"),
+                                                        ("category", "y")]
+    assert em["n_pairs"].to_list() == [10, 5, 5]  # "only_a" has no partner
+    assert em["n_a_only"].to_list() == [6, 4, 2]
+    assert em["n_b_only"].to_list() == [1, 0, 1]
+    assert em["test"].unique().to_list() == ["mcnemar exact"]
+    assert em["p_value"].to_list() == pytest.approx([0.125, 0.125, 1.0])
+    assert em["p_adjusted"].to_list() == pytest.approx([0.375, 0.375, 1.0])
+    assert em["significant"].to_list() == [False, False, False]
+    assert em["correction"].unique().to_list() == ["holm"]
+    overall = em.row(0, named=True)
+    assert (overall["mean_a"], overall["mean_b"]) == (0.7, 0.2)
+    assert overall["diff"] == pytest.approx(0.5)
+    assert 0 <= overall["ci_low"] <= overall["diff"] <= overall["ci_high"]
+
+
+def test_comparison_permutation_metric():
+    table = comparison_table(two_models(), resamples=500, seed=0)
+    f1 = table.filter(metric="answer_f1", slice="all").row(0, named=True)
+    assert f1["test"] == "paired permutation"
+    assert (f1["n_a_only"], f1["n_b_only"]) == (None, None)
+    assert f1["diff"] == pytest.approx(0.05)
+    assert f1["ci_low"] == pytest.approx(0.05) and f1["ci_high"] == pytest.approx(0.05)
+    # every question favours a by the same amount: only the all-plus/all-minus flips tie
+    assert f1["p_value"] == pytest.approx((1 + 500 * 2 / 1024) / 501, abs=0.01)
+
+
+def test_permutation_p_approximates_exact_enumeration():
+    # 6 questions with differences 1..6: exactly 2 of the 64 sign patterns reach |sum| = 21.
+    frame = scores({
+        "id": [f"q{i}" for i in range(6)] * 2,
+        "model": ["a"] * 6 + ["b"] * 6,
+        "answer_f1": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] + [0.0] * 6,
+    })
+    p = comparison_table(frame, resamples=4000, seed=5)["p_value"].item()
+    assert p == pytest.approx(2 / 64, abs=0.01)
+
+
+def test_comparison_pairs_on_keys_with_nulls_equal_and_noise_slices():
+    frame = scores({
+        "id": ["q1", "q1", "q2", "q1", "q1", "q2"],
+        "model": ["a", "a", "a", "b", "b", "b"],
+        "noise_level": [0.2, 0.4, None, 0.2, 0.4, None],
+        "task": [None, None, "noise_robustness", None, None, "noise_robustness"],
+        "answer_f1": [1.0, 0.5, 0.8, 0.0, 0.5, 0.8],
+    })
+    table = comparison_table(frame, resamples=50, seed=0)
+    assert table.select("slice", "slice_value", "n_pairs").rows() == [
+        ("all", "all", 3), ("noise_level", "0.2", 1), ("noise_level", "0.4", 1),
+        ("task", "noise_robustness", 1),
+    ]
+
+def test_comparison_leaves_out_ambiguous_keys(caplog):
+    frame = scores({
+        "id": ["q1", "q1", "q2", "q1", "q2"],
+        "model": ["a", "a", "a", "b", "b"],
+        "answer_f1": [1.0, 0.0, 0.5, 0.2, 0.1],
+    })
+    table = comparison_table(frame, resamples=20, seed=0)
+    assert table.select("n_pairs", "mean_a", "mean_b").rows() == [(1, 0.5, 0.1)]
+    assert "left out of its paired comparisons" in caplog.text
+
+
+# --------------------------------------------------------------------------- resamples, files
+
+
+def test_zero_resamples_keeps_closed_forms():
+    frame = two_models()
+    intervals = interval_table(frame, resamples=0)
+    assert intervals["ci_low"].is_null().all() and intervals["ci_high"].is_null().all()
+    assert intervals.filter(metric="answer_em")["wilson_low"].is_not_null().all()
+    comparisons = comparison_table(frame, resamples=0)
+    assert comparisons["ci_low"].is_null().all()
+    assert comparisons.filter(metric="answer_f1")["p_value"].is_null().all()
+    em = comparisons.filter(metric="answer_em").sort("slice", "slice_value")
+    assert em["p_adjusted"].to_list() == pytest.approx([0.375, 0.375, 1.0])
+    assert (comparisons["resamples"] == 0).all()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True])
+def test_bad_resamples(bad, tmp_path):
+    with pytest.raises(ValueError):
+        interval_table(two_models(), resamples=bad)
+    with pytest.raises(ValueError):
+        comparison_table(two_models(), resamples=bad)
+    with pytest.raises(ValueError):
+        write_stats(tmp_path, resamples=bad)
+
+
+def test_write_stats_deterministic(tmp_path: Path):
+    frame = pl.concat([
+        two_models(),
+        two_models().filter(pl.col("model") == "b").with_columns(
+            model=pl.lit("c"), answer_f1=pl.col("answer_f1") * 0.5
+        ),
+    ])
+    runs = {}
+    for name, seed in (("one", 3), ("two", 3), ("other", 4)):
+        out = tmp_path / name
+        out.mkdir()
+        frame.write_parquet(out / "scores.parquet")
+        summary = write_stats(out, resamples=200, seed=seed)
+        assert summary.intervals == pl.read_parquet(summary.intervals_path).height
+        assert summary.comparisons == pl.read_parquet(summary.comparisons_path).height
+        runs[name] = out
+    for file in ("intervals.parquet", "comparisons.parquet"):
+        assert (runs["one"] / file).read_bytes() == (runs["two"] / file).read_bytes()
+    one = pl.read_parquet(runs["one"] / "intervals.parquet")
+    other = pl.read_parquet(runs["other"] / "intervals.parquet")
+    assert one["mean"].equals(other["mean"])
+    assert not one["ci_low"].equals(other["ci_low"])
+    assert not list(tmp_path.glob("*/.tmp-*"))
+
+
+def test_write_stats_missing_scores(tmp_path: Path):
+    with pytest.raises(ValueError, match="missing"):
+        write_stats(tmp_path)
+
+
+def test_percentile_matches_numpy_linear():
+    from pipeline.stats import _percentile_interval
+
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(500, 6))
+    means[rng.random(means.shape) < 0.3] = np.nan
+    means[:, 4] = np.nan
+    means[:498, 5] = np.nan
+    low, high = _percentile_interval(means)
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        expected = np.nanpercentile(means, [2.5, 97.5], axis=0, method="linear")
+    np.testing.assert_allclose(low, expected[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(high, expected[1], rtol=1e-12, atol=1e-12)
+
+
+def test_models_without_common_questions_have_no_comparisons():
+    frame = scores({"id": ["q1", "q2"], "model": ["a", "b"], "answer_em": [1, 0]})
+    assert comparison_table(frame, resamples=10).height == 0
+    assert interval_table(frame, resamples=10).height == 2
