@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from test_views import rows_by
 
 from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA
 from pipeline.views import (
@@ -113,15 +114,6 @@ def write_outputs(out_dir: Path, scores: pl.DataFrame) -> Path:
     pl.DataFrame(schema=REJECTED_SCHEMA).write_parquet(out_dir / REJECTED_FILE)
     build_views(out_dir)
     return out_dir
-
-
-def rows_by(frame: pl.DataFrame, *keys: str) -> dict[Any, dict[str, Any]]:
-    """Rows of ``frame`` keyed by the values of ``keys`` (a single value for one key)."""
-    out = {}
-    for row in frame.iter_rows(named=True):
-        key = row[keys[0]] if len(keys) == 1 else tuple(row[k] for k in keys)
-        out[key] = row
-    return out
 
 
 @pytest.fixture(scope="module")
