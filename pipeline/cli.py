@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 ``validate`` found rows that would be rejected, or ``ingest-rgb`` set
 output rows aside; 2 bad input, bad configuration or a failing query (the message says which
-file and column); 3 ``compare``'s regression gate failed.
+file and column); 3 ``compare``'s regression gate failed; 4 internal error (logged with its
+traceback).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import polars as pl
 from pipeline import __version__
 from pipeline.config import Config, ConfigError, load_config
 from pipeline.embed.backends import EmbeddingBackendError
+from pipeline.logs import LOG_FORMATS, configure_logging
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.schema import RGB_TASKS, InputError
@@ -33,6 +35,7 @@ EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_ERROR = 2
 EXIT_GATE = 3
+EXIT_INTERNAL = 4
 #: Metrics ``compare`` prints (every metric is in its Parquet output).
 HEADLINE_DELTAS = ("answer_em", "answer_f1", "citation_f1", "faithfulness", "overlap",
                    "abstained", "rgb_correct")
@@ -44,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                        help="logs on stderr as text (default) or one JSON object per line")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -139,11 +144,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(verbose=args.verbose, fmt=args.log_format)
     try:
         if args.command == "evaluate":
             return _evaluate(args)
@@ -163,8 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args)
         return _metrics(args.format)
     except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if args.log_format == "json":
+            log.error("%s", exc)
+        else:
+            print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception:  # a bug or an environment failure: a distinct code for schedulers
+        log.exception("internal error (please report it with this traceback)")
+        return EXIT_INTERNAL
 
 
 def _non_negative(text: str) -> int:

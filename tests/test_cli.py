@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from pipeline import evaluate as evaluate_module
-from pipeline.cli import main
+from pipeline.cli import EXIT_INTERNAL, main
 from pipeline.metrics.registry import FAMILIES, REGISTRY
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
@@ -148,7 +148,7 @@ def test_validate_exit_codes(tmp_path: Path, capsys):
     assert not list(tmp_path.glob("*.parquet"))
 
 
-def test_crash_mid_write_keeps_previous_result(tmp_path: Path, monkeypatch):
+def test_crash_mid_write_keeps_previous_result(tmp_path: Path, monkeypatch, capsys):
     source = write_jsonl(tmp_path / "a.jsonl", GOOD)
     out = tmp_path / "out"
     assert main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress"]) == 0
@@ -163,9 +163,10 @@ def test_crash_mid_write_keeps_previous_result(tmp_path: Path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(evaluate_module, "score_frame", failing)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress",
-              "--batch-rows", "1"])
+    code = main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress",
+                 "--batch-rows", "1"])
+    assert code == EXIT_INTERNAL
+    assert "simulated crash" in capsys.readouterr().err
     assert (out / "scores.parquet").read_bytes() == before
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
 
