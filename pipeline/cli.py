@@ -246,7 +246,12 @@ def _stats(args: argparse.Namespace) -> int:
 
     summary = write_stats(args.dir, resamples=args.resamples, seed=args.seed)
     build_views(args.dir)
-    print(summary)
+    print(
+        f"{summary.intervals} intervals -> {summary.intervals_path}\n"
+        f"{summary.comparisons} paired comparisons ({summary.significant} significant after "
+        f"Holm) -> {summary.comparisons_path}\n"
+        f"resamples {summary.resamples}, seed {summary.seed}"
+    )
     return EXIT_OK
 
 

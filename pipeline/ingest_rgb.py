@@ -31,7 +31,7 @@ import polars as pl
 from pipeline.config import ConfigError
 from pipeline.io.atomic import write_parquet_atomic
 from pipeline.io.readers import check_file
-from pipeline.metrics.rgb import answer_groups_from_json
+from pipeline.metrics.rgb import HAN_PATTERN, answer_groups_from_json
 from pipeline.schema import (
     RECORD_SCHEMA,
     RGB_TASKS,
@@ -56,8 +56,6 @@ PASS_THROUGH: tuple[str, ...] = (
 )
 #: Accepted names of the noise column in outputs, in order of preference.
 NOISE_COLUMNS: tuple[str, ...] = ("noise_level", "noise_rate")
-#: Pattern that makes ``language="auto"`` say "zh".
-HAN_PATTERN = r"\p{Han}"
 #: Separator of the first alternatives in ``reference`` when an answer has several groups.
 REFERENCE_SEPARATOR = "; "
 

@@ -183,3 +183,22 @@ def test_report_with_a_baseline_has_the_run_comparison(
     page = target.read_text(encoding="utf-8")
     assert 'id="run-comparison"' in page
     assert DEGRADED in page
+
+
+def test_stats_command_recomputes_with_its_seed(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["a"], run_dir)
+    before = (run_dir / "intervals.parquet").read_bytes()
+    assert main(["stats", str(run_dir), "--resamples", RESAMPLES, "--seed", "0"]) == EXIT_OK
+    assert (run_dir / "intervals.parquet").read_bytes() == before  # evaluate used seed 0 too
+    printed = capsys.readouterr().out
+    assert "resamples 200, seed 0" in printed and "significant after Holm" in printed
+    assert main(["stats", str(run_dir), "--resamples", RESAMPLES, "--seed", "7"]) == EXIT_OK
+    assert (run_dir / "intervals.parquet").read_bytes() != before
+    with connect(run_dir) as con:
+        seeds = con.execute("select distinct seed from intervals").fetchall()
+    assert seeds == [(7,)]
+    with pytest.raises(SystemExit):  # argparse rejects a negative count
+        main(["stats", str(run_dir), "--resamples", "-1"])

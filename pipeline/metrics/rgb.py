@@ -32,6 +32,9 @@ from pipeline.text.normalize import collapse_whitespace, python_lower
 REJECTION_PHRASES = ["信息不足", "insufficient information"]
 #: Error-detection phrases of the official script (case-sensitive), counterfactual sets.
 ERROR_DETECTION_PHRASES = ["事实性错误", "factual errors"]
+#: A Han character: marks Chinese text (``language = "auto"`` at ingest, official mode without a
+#: ``language``).
+HAN_PATTERN = r"\p{Han}"
 #: Share of an alternative's tokens that must occur in the response (flexible mode).
 TOKEN_RECALL_THRESHOLD = (4, 5)
 #: Trailing characters removed by the flexible normalization.

@@ -128,6 +128,15 @@ def rgb_rejected(
     [1, 0, None]
     """
     phrase = rgb_rejection_phrase(response, primary=primary, secondary=secondary, chinese=chinese)
+    return rejected_from_phrase(response, phrase)
+
+
+def rejected_from_phrase(response: pl.Expr, phrase: pl.Expr) -> pl.Expr:
+    """1 where a rejection phrase was found, 0 where none was, null for a null response (Int8).
+
+    Shared by both matching modes: ``phrase`` is the found phrase (or null) of either
+    :func:`rgb_rejection_phrase` or the official script's phrases.
+    """
     return pl.when(response.is_not_null()).then(flag(phrase.is_not_null()))
 
 

@@ -21,14 +21,13 @@ from pipeline.schema import RGB_ANSWERED_TASKS
 
 RESPONSE = "_response"
 COUNTERFACTUAL = "counterfactual_robustness"
-_HAN = r"\p{Han}"
 
 
 def is_chinese() -> pl.Expr:
     """Rows of a Chinese set: ``language`` starting with ``zh``, or, without a language, a
     question containing a Han character."""
     language = pl.col("language")
-    by_question = pl.col("question").str.contains(_HAN).fill_null(False)
+    by_question = pl.col("question").str.contains(rgb.HAN_PATTERN).fill_null(False)
     return (
         pl.when(language.is_not_null())
         .then(language.str.to_lowercase().str.starts_with("zh"))
@@ -67,8 +66,8 @@ def _rejection_phrase(inputs: Inputs) -> pl.Expr:
 
 
 def _rejected(_: Inputs) -> pl.Expr:
-    on_rgb_row = pl.col("task").is_not_null() & pl.col("response").is_not_null()
-    return pl.when(on_rgb_row).then(pl.col("rejection_phrase").is_not_null())
+    rejected = rgb_detect.rejected_from_phrase(pl.col("response"), pl.col("rejection_phrase"))
+    return pl.when(pl.col("task").is_not_null()).then(rejected)
 
 
 def _error_detected(inputs: Inputs) -> pl.Expr:
