@@ -25,6 +25,7 @@ from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_tab
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.schema import RGB_TASKS, InputError
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from pipeline.store import StoreBusyError
 
 if TYPE_CHECKING:
     from pipeline.compare import Gate
@@ -36,6 +37,7 @@ EXIT_REJECTED = 1
 EXIT_ERROR = 2
 EXIT_GATE = 3
 EXIT_INTERNAL = 4
+EXIT_BUSY = 5
 #: Metrics ``compare`` prints (every metric is in its Parquet output).
 HEADLINE_DELTAS = ("answer_em", "answer_f1", "citation_f1", "faithfulness", "overlap",
                    "abstained", "rgb_correct")
@@ -67,7 +69,23 @@ def _parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="score records and build the DuckDB views")
     add_inputs(ev)
-    ev.add_argument("--out", required=True, type=Path, help="output directory")
+    target = ev.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", type=Path, help="output directory of this run")
+    target.add_argument("--store", type=Path, metavar="DIR",
+                        help="results store: add this run to it (docs/results-store.md)")
+    ev.add_argument("--run-id", metavar="NAME",
+                    help="name of the run in the store (default: UTC start time + random)")
+    ev.add_argument("--force", action="store_true",
+                    help="store: score every row again instead of reusing unchanged rows")
+    ev.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                    help="store: wait this long for another run's lock (default 0: fail at once)")
+    ev.add_argument("--engine", choices=("local", "spark"), default="local",
+                    help="local (default, streaming on this machine) or spark (with --store)")
+    ev.add_argument("--spark-master", default="local[2]", metavar="URL",
+                    help="Spark master for --engine spark (default local[2])")
+    ev.add_argument("--no-stats", action="store_true",
+                    help="skip bootstrap intervals and comparisons (they hold all scores in "
+                         "memory; for very large runs)")
     ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
     ev.add_argument("--batch-rows", type=int, default=None,
                     help="most rows scored per batch (fewer for long texts)")
@@ -84,8 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     add_inputs(va)
 
     qu = sub.add_parser("query", help="run SQL against the views of an output directory")
-    qu.add_argument("dir", type=Path, help="output directory of an evaluate run")
+    qu.add_argument("dir", type=Path, help="output directory of an evaluate run, or a store")
     qu.add_argument("sql", help='SQL, e.g. "select * from by_model"')
+    qu.add_argument("--run", metavar="RUN",
+                    help="store: the run every view reads ('all': every run; default: latest)")
     qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
     ex = sub.add_parser("export", help="write the per-row results with texts as one table")
@@ -163,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             return _report(args)
         return _metrics(args.format)
+    except StoreBusyError as exc:
+        log.error("%s", exc)
+        return EXIT_BUSY
     except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
         if args.log_format == "json":
             log.error("%s", exc)
@@ -204,10 +227,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate
-    from pipeline.views import run_query
 
     _require_inputs(args)
     config = _config(args)
+    if args.engine == "spark" or args.store is not None:
+        return _evaluate_store(args, config)
+    if args.run_id or args.force or args.lock_wait:
+        raise ConfigError("--run-id, --force and --lock-wait apply to --store runs only")
     with tqdm(unit="rows", desc="scoring", disable=True if args.no_progress else None,
               file=sys.stderr) as bar:
         summary = evaluate(
@@ -217,6 +243,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             on_batch=bar.update,
             resamples=args.resamples,
             seed=args.seed,
+            stats=not args.no_stats,
         )
     print(
         f"read {summary.n_read} rows: scored {summary.n_scored}, rejected {summary.n_rejected} "
@@ -224,19 +251,61 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     if summary.n_rejected:
         print(f"rejected rows and reasons: {summary.out_dir / 'rejected.parquet'}")
-    print()
-    headline = run_query(summary.out_dir, "select * from headline order by model")
-    _print_frame(headline.drop("signature"), "table")
-    for signature in headline["signature"].unique(maintain_order=True):
-        print(f"signature: {signature}")
-    rgb = run_query(summary.out_dir, "select * from rgb_summary order by model")
-    if rgb.height:
-        print("\nRGB robustness (%, docs/rgb.md):")
-        _print_frame(rgb.drop("signature"), "table")
+    _print_headline(summary.out_dir)
     if args.report is not None:
         from pipeline.report import write_report
 
         print(f"\nreport: {write_report(summary.out_dir, args.report)}")
+    return EXIT_OK
+
+
+def _print_headline(directory: Path) -> None:
+    from pipeline.views import run_query
+
+    print()
+    headline = run_query(directory, "select * from headline order by model")
+    _print_frame(headline.drop("signature"), "table")
+    for signature in headline["signature"].unique(maintain_order=True):
+        print(f"signature: {signature}")
+    rgb = run_query(directory, "select * from rgb_summary order by model")
+    if rgb.height:
+        print("\nRGB robustness (%, docs/rgb.md):")
+        _print_frame(rgb.drop("signature"), "table")
+
+
+def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
+    from tqdm import tqdm
+
+    from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate_to_store
+
+    if args.store is None:
+        raise ConfigError("--engine spark writes a results store: give --store DIR")
+    if args.report is not None:
+        raise ConfigError("--report needs an --out directory; for a store run use "
+                          "`rag-eval report` on an --out run")
+    if args.engine == "spark":
+        if args.pair:
+            raise ConfigError("--engine spark reads Parquet --input files only, not --pair")
+        from pipeline.engines.spark import evaluate_spark
+
+        summary = evaluate_spark(
+            args.input, args.store, config, master=args.spark_master, run_id=args.run_id,
+            lock_wait=args.lock_wait, force=args.force,
+        )
+    else:
+        with tqdm(unit="rows", desc="scoring", disable=True if args.no_progress else None,
+                  file=sys.stderr) as bar:
+            summary = evaluate_to_store(
+                args.input, args.store, config, run_id=args.run_id, force=args.force,
+                lock_wait=args.lock_wait, pairs=[tuple(p) for p in args.pair],
+                batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS, on_batch=bar.update,
+                resamples=args.resamples, seed=args.seed, stats=not args.no_stats,
+            )
+    print(
+        f"run {summary.run_id}: read {summary.n_read} rows: scored {summary.n_scored}, "
+        f"reused {summary.n_reused}, rejected {summary.n_rejected} -> {summary.run_dir}"
+    )
+    _print_headline(args.store)
     return EXIT_OK
 
 
@@ -336,7 +405,7 @@ def _query(args: argparse.Namespace) -> int:
     from pipeline.views import run_query
 
     try:
-        result = run_query(args.dir, args.sql)
+        result = run_query(args.dir, args.sql, run=args.run)
     except InputError:
         raise
     except Exception as exc:  # DuckDB reports SQL errors with their own exception types

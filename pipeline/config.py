@@ -169,6 +169,13 @@ class Config:
                 raise ConfigError(f"[rgb] {key} must not contain empty strings")
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle support (a run's config travels to distributed workers)."""
+        return {**self.__dict__, "columns": dict(self.columns)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({**state, "columns": MappingProxyType(dict(state["columns"]))})
+
     def with_metrics(self, metrics: tuple[str, ...] | None) -> Config:
         """A copy restricted to ``metrics`` (names or families)."""
         return replace(self, metrics=metrics)

@@ -1,13 +1,15 @@
 """The evaluation driver: validated records in, metric columns added, Parquet out.
 
-It knows no metric details: the registry says which columns to add and in what order. Records
-are scored in batches so peak memory is the input table plus one batch of intermediate token
-lists, whatever the input size.
+It knows no metric details: the registry says which columns to add and in what order. Runs
+stream in two passes (:mod:`pipeline.streaming`), so peak memory is bounded by the batch size,
+not the input size. :func:`evaluate` writes one output directory; :func:`evaluate_to_store`
+adds a run to a results store (:mod:`pipeline.store`).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +17,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
+from pipeline.batch import BatchScorer
 from pipeline.config import Config
-from pipeline.io.atomic import atomic_path, write_parquet_atomic
+from pipeline.io.atomic import atomic_path
 from pipeline.metrics.registry import (
     MetricSpec,
     compared_response,
@@ -28,20 +31,20 @@ from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
+from pipeline.streaming import (  # noqa: F401 - re-exported: the batching rule of a run
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_ROWS,
+    TEXT_COLUMNS,
+    batch_rows_for,
+    stream_scores,
+)
 
 log = logging.getLogger(__name__)
-
-#: Most rows scored per batch; bounds the memory used by intermediate token lists.
-DEFAULT_BATCH_ROWS = 200_000
-#: Most text bytes (question, reference, response, contexts) per batch, so batches of long
-#: texts hold fewer rows: intermediate memory grows with the text, not only the row count.
-DEFAULT_BATCH_BYTES = 32 * 2**20
 
 SCORES_FILE = "scores.parquet"
 REJECTED_FILE = "rejected.parquet"
 #: The texts behind each scored row (for exports and reports), keyed like ``scores.parquet``.
 TEXTS_FILE = "texts.parquet"
-TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
 
 
 @dataclass(frozen=True)
@@ -53,27 +56,6 @@ class RunSummary:
     n_rejected: int
     metrics: tuple[str, ...]
     out_dir: Path
-
-
-def batch_rows_for(
-    records: pl.DataFrame, batch_rows: int = DEFAULT_BATCH_ROWS,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-) -> int:
-    """Rows per batch: ``batch_rows``, fewer when rows average more than
-    ``batch_bytes / batch_rows`` bytes of text."""
-    if batch_rows < 1 or batch_bytes < 1:
-        raise ValueError("batch_rows and batch_bytes must be positive")
-    if records.height == 0:
-        return batch_rows
-    text_bytes = records.select(
-        pl.sum_horizontal(
-            pl.col(name).str.len_bytes().fill_null(0)
-            for name in ("question", "reference", "response")
-        ).sum()
-        + pl.col("contexts").list.eval(pl.element().str.len_bytes()).list.sum().fill_null(0).sum()
-    ).item()
-    per_row = max(text_bytes / records.height, 1.0)
-    return max(1, min(batch_rows, int(batch_bytes // per_row)))
 
 
 def count_candidates(records: pl.DataFrame) -> int:
@@ -152,61 +134,149 @@ def evaluate(
     build_db: bool = True,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    stats: bool = True,
 ) -> RunSummary:
     """Read, validate and score ``inputs``; write scores, rejections, statistics and the views.
 
+    Streams in batches (:mod:`pipeline.streaming`), so memory does not grow with the input.
     Every output is written atomically. ``on_batch`` is called with the number of rows of each
     scored batch (the CLI drives a progress bar with it). ``resamples`` and ``seed`` drive the
-    bootstrap intervals and paired comparisons of :func:`pipeline.stats.write_stats`.
+    bootstrap intervals and paired comparisons of :func:`pipeline.stats.write_stats`, which
+    ``stats=False`` skips (they hold every score in memory).
     """
-    from pipeline.validate import load_inputs
-
     specs = resolve_metrics(config.metrics)
-    validated = load_inputs(list(inputs), list(pairs), config)
-    records = validated.records
-    shared = prepare_inputs(records, config, specs)
-    log.info(
-        "read %d rows: %d valid, %d rejected; scoring %d metrics",
-        validated.n_read, records.height, validated.rejected.height, len(specs),
-    )
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_scores(records, shared, specs, out_dir / SCORES_FILE, batch_rows, on_batch)
-    write_parquet_atomic(records.select(TEXT_COLUMNS), out_dir / TEXTS_FILE)
-    write_parquet_atomic(validated.rejected, out_dir / REJECTED_FILE)
-    write_stats(out_dir, resamples=resamples, seed=seed)
+    schema = BatchScorer.for_config(config, specs=specs).output_schema
+    with (
+        atomic_path(out_dir / SCORES_FILE) as scores_tmp,
+        atomic_path(out_dir / REJECTED_FILE) as rejected_tmp,
+        atomic_path(out_dir / TEXTS_FILE) as texts_tmp,
+    ):
+        with pq.ParquetWriter(scores_tmp, schema, compression="zstd") as writer:
+            result, _ = stream_scores(
+                inputs, pairs, config, specs,
+                work_dir=out_dir / f".work-{uuid.uuid4().hex[:8]}",
+                sink=writer, rejected_target=rejected_tmp, texts_target=texts_tmp,
+                batch_rows=batch_rows, on_batch=on_batch,
+            )
+    log.info(
+        "read %d rows: %d scored, %d rejected; %d metrics", result.n_read, result.n_scored,
+        result.n_rejected, len(specs),
+    )
+    if stats:
+        write_stats(out_dir, resamples=resamples, seed=seed)
     if build_db:
         from pipeline.views import build_views
 
         build_views(out_dir)
-    summary = RunSummary(
-        n_read=validated.n_read,
-        n_scored=records.height,
-        n_rejected=validated.rejected.height,
+    return RunSummary(
+        n_read=result.n_read,
+        n_scored=result.n_scored,
+        n_rejected=result.n_rejected,
         metrics=tuple(spec.name for spec in specs),
         out_dir=out_dir,
     )
-    if summary.n_scored + summary.n_rejected != summary.n_read:  # pragma: no cover - invariant
-        raise RuntimeError(f"row accounting broken: {summary}")
-    return summary
 
 
-def _write_scores(
-    records: pl.DataFrame,
-    inputs: Inputs,
-    specs: Sequence[MetricSpec],
-    target: Path,
-    batch_rows: int,
-    on_batch: Callable[[int], None] | None,
-) -> None:
-    batch_rows = batch_rows_for(records, batch_rows)
-    log.debug("scoring in batches of %d rows", batch_rows)
-    config = inputs.config
-    empty = score_frame(records.head(0), config, specs=specs, inputs=inputs)
-    schema = empty.collect().to_arrow().schema
-    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        for offset in range(0, records.height, batch_rows):
-            batch = records.slice(offset, batch_rows)
-            scored = score_frame(batch, config, specs=specs, inputs=inputs).collect()
-            writer.write_table(scored.to_arrow().cast(schema))
-            if on_batch is not None:
-                on_batch(batch.height)
+@dataclass(frozen=True)
+class StoreRunSummary:
+    """What a run added to a results store."""
+
+    run_id: str
+    run_dir: Path
+    n_read: int
+    n_scored: int
+    n_reused: int
+    n_rejected: int
+    metrics: tuple[str, ...]
+    reused_from: str | None
+
+
+def evaluate_to_store(
+    inputs: Sequence[Path],
+    store_root: Path,
+    config: Config,
+    *,
+    run_id: str | None = None,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    pairs: Sequence[tuple[Path, Path]] = (),
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    on_batch: Callable[[int], None] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    stats: bool = True,
+) -> StoreRunSummary:
+    """Score ``inputs`` as a new run of the results store at ``store_root``.
+
+    Rows whose content (``row_hash``) the newest run with the same signature and metrics already
+    scored are copied from it, not scored again, unless ``force``. The run is written under the
+    store's lock into a staging directory and committed by one rename (:mod:`pipeline.store`);
+    an exception records a failed manifest and leaves no partial run. The views of the store
+    are rebuilt after the commit.
+    """
+    from pipeline.store import (
+        REJECTED_DIR,
+        SCORES_DIR,
+        TEXTS_DIR,
+        PartitionedWriter,
+        Store,
+        build_manifest,
+        new_run_id,
+    )
+
+    specs = resolve_metrics(config.metrics)
+    metrics = tuple(spec.name for spec in specs)
+    store = Store(Path(store_root))
+    run_id = run_id or new_run_id()
+    manifest = build_manifest(
+        [*inputs, *(p for pair in pairs for p in pair)], config, metrics, engine="local"
+    )
+    with store.lock(lock_wait):
+        previous = None if force else store.latest_compatible(config.signature(), metrics)
+        staged = store.begin(run_id, manifest)
+        try:
+            previous_glob = None
+            if previous is not None:
+                previous_glob = (
+                    f"{store.run_dir(previous['run_id']).as_posix()}/{SCORES_DIR}/model=*/*.parquet"
+                )
+                log.info("reusing unchanged rows of run %s", previous["run_id"])
+            schema = BatchScorer.for_config(config, specs=specs).output_schema
+            sink = PartitionedWriter(staged.dir / SCORES_DIR, schema)
+            for name in (REJECTED_DIR, TEXTS_DIR):
+                (staged.dir / name).mkdir()
+            try:
+                result, _ = stream_scores(
+                    inputs, pairs, config, specs,
+                    work_dir=staged.dir / "_work", sink=sink,
+                    rejected_target=staged.dir / REJECTED_DIR / "part-0.parquet",
+                    texts_target=staged.dir / TEXTS_DIR / "part-0.parquet",
+                    previous_scores=previous_glob, batch_rows=batch_rows, on_batch=on_batch,
+                )
+            finally:
+                sink.close()
+            if stats:
+                scores = pl.read_parquet(
+                    staged.dir / SCORES_DIR, hive_partitioning=True,
+                    hive_schema={"model": pl.String},
+                ).select(*KEY_COLUMNS, *metrics, "signature")
+                write_stats(staged.dir, resamples=resamples, seed=seed, scores=scores)
+            counts = {
+                "read": result.n_read, "scored": result.n_scored, "reused": result.n_reused,
+                "rejected": result.n_rejected,
+            }
+            run_dir = staged.commit(
+                counts=counts, reused_from=previous["run_id"] if previous else None
+            )
+        except BaseException as exc:
+            staged.abort(f"{type(exc).__name__}: {exc}")
+            raise
+        from pipeline.views import build_views
+
+        build_views(store.root)
+    return StoreRunSummary(
+        run_id=run_id, run_dir=run_dir, n_read=result.n_read, n_scored=result.n_scored,
+        n_reused=result.n_reused, n_rejected=result.n_rejected, metrics=metrics,
+        reused_from=previous["run_id"] if previous else None,
+    )

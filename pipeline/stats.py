@@ -639,15 +639,20 @@ def _finish_pair(
 
 
 def write_stats(
-    out_dir: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+    out_dir: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+    scores: pl.DataFrame | None = None,
 ) -> StatsSummary:
-    """Read ``out_dir/scores.parquet``; write ``intervals.parquet`` and ``comparisons.parquet``."""
+    """Read ``out_dir/scores.parquet`` (or take ``scores``); write ``intervals.parquet`` and
+    ``comparisons.parquet`` into ``out_dir``. Holds every score in memory."""
     _check_resamples(resamples)
     out_dir = Path(out_dir)
-    scores_path = out_dir / SCORES_FILE
-    if not scores_path.is_file():
-        raise InputError(f"{scores_path} is missing; run `rag-eval evaluate --out {out_dir}` first")
-    scores = pl.read_parquet(scores_path)
+    if scores is None:
+        scores_path = out_dir / SCORES_FILE
+        if not scores_path.is_file():
+            raise InputError(
+                f"{scores_path} is missing; run `rag-eval evaluate --out {out_dir}` first"
+            )
+        scores = pl.read_parquet(scores_path)
     intervals = interval_table(scores, resamples=resamples, seed=seed)
     comparisons = comparison_table(scores, resamples=resamples, seed=seed)
     intervals_path = write_parquet_atomic(intervals, out_dir / INTERVALS_FILE)

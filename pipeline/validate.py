@@ -33,7 +33,7 @@ Nothing is coerced. The rules, checked with polars expressions over whole column
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from polars.datatypes import DataTypeClass
 
 from pipeline.config import Config
 from pipeline.io.pairs import read_prediction_pair
-from pipeline.io.readers import JSON_VALUE, missing_column_error, read_records
+from pipeline.io.readers import JSON_VALUE, iter_records, missing_column_error, read_records
 from pipeline.schema import (
     PROVENANCE_SCHEMA,
     RECORD_SCHEMA,
@@ -160,6 +160,27 @@ def validate_records(frame: pl.DataFrame, path: str, config: Config) -> Validate
     ).cast(pl.Schema(REJECTED_SCHEMA))
     log.info("%s: %d rows read, %d valid, %d rejected", path, frame.height, good.height, bad.height)
     return Validated(records=records, rejected=rejected, n_read=frame.height)
+
+
+def iter_validated(
+    inputs: Sequence[Path], pairs: Sequence[tuple[Path, Path]], config: Config, chunk_rows: int
+) -> Iterator[Validated]:
+    """Validated chunks of every input, for a run in bounded memory.
+
+    Each chunk is validated on its own (duplicate keys *within* a chunk are rejected here; the
+    driver finds duplicates across chunks of one file afterwards). Pairs are read whole.
+    """
+    for path in inputs:
+        for chunk in iter_records(path, config, chunk_rows):
+            yield validate_records(chunk, str(path), config)
+    for predictions, references in pairs:
+        pair = read_prediction_pair(predictions, references, config)
+        checked = validate_records(pair.records, str(predictions), config)
+        yield Validated(
+            records=checked.records,
+            rejected=pl.concat([checked.rejected, pair.rejected]),
+            n_read=checked.n_read + pair.rejected.height,
+        )
 
 
 def load_inputs(

@@ -51,6 +51,9 @@ OPTIONAL_FILES: dict[str, str] = {
     "intervals_file": "intervals.parquet",
     "comparisons_file": "comparisons.parquet",
 }
+#: Hive partition of a store's runs and the manifest file of each (see :mod:`pipeline.store`).
+_RUN = "eval_run"
+_MANIFEST = "manifest.json"
 #: Oldest DuckDB release whose storage format the database is written in (``duckdb>=1.1``).
 STORAGE_COMPATIBILITY = "v1.1.0"
 
@@ -205,13 +208,7 @@ def _create_views(
     con: duckdb.DuckDBPyConnection, out_dir: Path, views: Iterable[ViewDef]
 ) -> None:
     con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
-    for macro, name in OPTIONAL_FILES.items():
-        path = out_dir / name
-        body = (
-            f"select * from read_parquet({_literal(path.as_posix())})"
-            if path.is_file()
-            else "select cast(null as varchar) as metric where false"
-        )
+    for macro, body in _source_macros(out_dir).items():
         con.execute(f"create macro {macro}() as table {body}")
     for view in views:
         try:
@@ -234,7 +231,65 @@ def _create_views(
         log.debug("created view %s (%s)", view.name, view.grain)
 
 
+def is_store(path: Path) -> bool:
+    """Whether ``path`` is a results store (:mod:`pipeline.store`) rather than one run's output."""
+    return not (path / SCORES_FILE).is_file() and any(path.glob(f"{_RUN}=*/{_MANIFEST}"))
+
+
+def _source_macros(out_dir: Path) -> dict[str, str]:
+    """Table macros the staging views read: files of one output directory or of a store.
+
+    Every macro adds ``eval_run`` (null for a plain output directory). In a store the macros
+    read the run chosen by the session variable ``eval_run`` (``SET VARIABLE eval_run =
+    'RUN'``), every run when it is ``'all'``, and the latest committed run when it is unset.
+    """
+    empty = "select cast(null as varchar) as metric, cast(null as varchar) as eval_run where false"
+    if not is_store(out_dir):
+        macros = {
+            "scores_file": _flat(out_dir / SCORES_FILE),
+            "rejected_file": _flat(out_dir / REJECTED_FILE),
+        }
+        for macro, name in OPTIONAL_FILES.items():
+            path = out_dir / name
+            macros[macro] = _flat(path) if path.is_file() else empty
+        return macros
+    root = out_dir.as_posix()
+    latest = (
+        f"(select run_id from read_json({_literal(root + f'/{_RUN}=*/{_MANIFEST}')}, "
+        "columns = {run_id: 'varchar', finished_at: 'varchar'}) "
+        "order by finished_at desc, run_id desc limit 1)"
+    )
+    chosen = (
+        f"(getvariable('{_RUN}') = 'all' or "
+        f"{_RUN} = coalesce(getvariable('{_RUN}'), {latest}))"
+    )
+
+    def runs_of(pattern: str) -> str:
+        glob = _literal(f"{root}/{_RUN}=*/{pattern}")
+        types = ", ".join(f"'{name}': varchar" for name in (_RUN, "model") if f"{name}=" in
+                          f"{_RUN}={pattern}")
+        return (
+            f"select * from read_parquet({glob}, hive_partitioning = true, union_by_name = true, "
+            f"hive_types = {{{types}}}) where {chosen}"
+        )
+
+    macros = {
+        "scores_file": runs_of("scores/model=*/*.parquet"),
+        "rejected_file": runs_of("rejected/*.parquet"),
+    }
+    for macro, name in OPTIONAL_FILES.items():
+        found = any(out_dir.glob(f"{_RUN}=*/{name}"))
+        macros[macro] = runs_of(name) if found else empty
+    return macros
+
+
+def _flat(path: Path) -> str:
+    return f"select *, cast(null as varchar) as eval_run from read_parquet({_literal(path.as_posix())})"
+
+
 def _require_outputs(out_dir: Path) -> None:
+    if is_store(out_dir):
+        return
     for name in (SCORES_FILE, REJECTED_FILE):
         if not (out_dir / name).is_file():
             raise InputError(
@@ -277,10 +332,16 @@ def connect(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(db), read_only=True)
 
 
-def run_query(out_dir: str | Path, sql: str) -> pl.DataFrame:
-    """The result of ``sql`` run against the views of ``out_dir`` (an empty frame if none)."""
+def run_query(out_dir: str | Path, sql: str, run: str | None = None) -> pl.DataFrame:
+    """The result of ``sql`` run against the views of ``out_dir`` (an empty frame if none).
+
+    In a results store, ``run`` picks the run the views read (``'all'``: every run; default:
+    the latest committed run).
+    """
     con = connect(out_dir)
     try:
+        if run is not None:
+            con.execute(f"set variable {_RUN} = {_literal(run)}")
         relation = con.sql(sql)
         return pl.DataFrame() if relation is None else relation.pl()
     finally:

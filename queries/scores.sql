@@ -1,8 +1,10 @@
--- grain: one row per (source, row_number), i.e. one scored input row
--- Staging view over scores.parquet; with rejected.sql the only SQL that reads a file.
--- eval_data_dir() is a macro that pipeline/views.py defines: the output directory's absolute path.
-with scores_file as (
-    select * from read_parquet(eval_data_dir() || '/scores.parquet')
+-- grain: one row per (eval_run, source, row_number), i.e. one scored input row of a run
+-- Staging view over the scores; with rejected.sql the only SQL that reads scores or rejections.
+-- scores_file() is a table macro that pipeline/views.py defines: scores.parquet of an output
+-- directory (eval_run null), or the scores of the chosen run of a results store (eval_run set;
+-- `SET VARIABLE eval_run = 'RUN'` picks one, 'all' every run, unset the latest).
+with scored as (
+    select * from scores_file()
 ),
 
 -- Every column of the scores.parquet contract with its type and no rows. A run restricted with
@@ -107,14 +109,16 @@ contract as (
         cast(null as varchar) as rejection_phrase,
         cast(null as tinyint) as error_detected,
         cast(null as tinyint) as error_corrected,
-        cast(null as varchar) as signature
+        cast(null as varchar) as signature,
+        cast(null as blob) as row_hash,
+        cast(null as varchar) as eval_run
     where false
 ),
 
 final as (
     select * from contract
     union all by name
-    select * from scores_file
+    select * from scored
 )
 
 select * from final

@@ -22,11 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.schema import (
@@ -143,14 +145,16 @@ def _require(available: Iterable[str], source: str, config: Config) -> dict[str,
     return {src: name for name, src in wanted.items() if src in present}
 
 
-def _finish(frame: pl.DataFrame, renames: Mapping[str, str], source: str) -> pl.DataFrame:
-    """Canonical columns in schema order, then ``source`` and ``row_number``."""
+def _finish(
+    frame: pl.DataFrame, renames: Mapping[str, str], source: str, offset: int = 0
+) -> pl.DataFrame:
+    """Canonical columns in schema order, then ``source`` and ``row_number`` (from ``offset``)."""
     frame = frame.select(pl.col(src).alias(name) for src, name in renames.items())
     ordered = [name for name in RECORD_SCHEMA if name in frame.columns]
     return frame.select(
         *ordered,
         pl.lit(source, dtype=pl.String).alias(SOURCE_COLUMN),
-        pl.int_range(pl.len(), dtype=pl.Int64).alias(ROW_COLUMN),
+        (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias(ROW_COLUMN),
     )
 
 
@@ -168,6 +172,38 @@ def _read_parquet(path: Path, source: str, config: Config) -> pl.DataFrame:
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
     return _finish(frame, renames, source)
+
+
+def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[pl.DataFrame]:
+    """:func:`read_records` in chunks of at most ``chunk_rows`` rows, for bounded memory.
+
+    Parquet is read row group by row group (``pyarrow``'s batch iterator), so memory holds one
+    chunk; the text formats (CSV, TSV, JSON Lines, JSON) are parsed whole, then sliced. Row
+    numbers continue across chunks, as if the file were read at once.
+    """
+    source = os.fspath(path)
+    if Path(source).suffix.lower() != ".parquet":
+        frame = read_records(path, config)
+        for offset in range(0, frame.height, chunk_rows):
+            yield frame.slice(offset, chunk_rows)
+        return
+    check_file(Path(source), source)
+    try:
+        handle = pq.ParquetFile(source)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
+    renames = _require(handle.schema_arrow.names, source, config)
+    if handle.metadata.num_rows == 0:
+        raise InputError(f"{source}: the file contains no records")
+    offset = 0
+    try:
+        for batch in handle.iter_batches(batch_size=chunk_rows, columns=list(renames)):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield _finish(frame, renames, source, offset)
+            offset += batch.num_rows
+    except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
+        raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
 
 
 # --- CSV and TSV --------------------------------------------------------------------------------

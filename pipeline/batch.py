@@ -1,0 +1,216 @@
+"""The engine-neutral scoring function: Arrow record batches in, Arrow record batches out.
+
+Every engine runs the same code. The single-machine driver (:mod:`pipeline.evaluate`) feeds it
+batches of one file; Spark calls it through ``DataFrame.mapInArrow`` (:mod:`pipeline.engines.spark`);
+Ray Data could call it through ``map_batches(batch_format="pyarrow")``.
+
+A run has two passes. The first accumulates :class:`CorpusStats` (TF-IDF document frequencies over
+distinct questions and compared responses, and the candidate count) with
+:class:`CorpusStatsBuilder`, batch by batch, or merged from per-partition builders. The second
+maps each batch of validated records (the columns of :data:`pipeline.schema.RECORD_SCHEMA` plus
+``source`` and ``row_number``) to key columns, ``row_hash``, metric columns and ``signature``
+with :class:`BatchScorer`. Both objects pickle, so a distributed engine ships them to its workers;
+the embedding model is not pickled but loaded once per worker process, the first time a batch
+needs it.
+
+``row_hash`` identifies a record's content (every column of ``RECORD_SCHEMA``, not where the row
+came from): the MD5 of DuckDB's JSON rendering of the record, 16 bytes. It is stable across
+processes, machines and polars versions, which is what incremental re-scoring
+(:mod:`pipeline.store`) needs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from pipeline.config import Config
+from pipeline.metrics.registry import MetricSpec, compared_response
+from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
+from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
+
+if TYPE_CHECKING:
+    from pipeline.embed.cache import CachedEmbedder
+    from pipeline.metrics.tfidf import IdfTable
+
+#: Column of every scored row: MD5 of the record's content (``Binary``, 16 bytes).
+ROW_HASH = "row_hash"
+#: Schema of a validated record batch, as :class:`BatchScorer` expects it.
+RECORD_BATCH_SCHEMA: dict[str, pl.DataType] = {**RECORD_SCHEMA, **PROVENANCE_SCHEMA}
+
+
+def row_hashes(records: pl.DataFrame) -> pl.Series:
+    """``row_hash`` of each record: MD5 of ``to_json`` of its ``RECORD_SCHEMA`` columns.
+
+    Computed by DuckDB on the whole frame (no Python per row); the JSON rendering of a record is
+    fixed by its values and the canonical column order, so equal records hash equally anywhere.
+    """
+    content = records.select(
+        pl.col(name).cast(dtype) if name in records.columns else pl.lit(None, dtype).alias(name)
+        for name, dtype in RECORD_SCHEMA.items()
+    )
+    columns = ", ".join(f'"{name}" := "{name}"' for name in RECORD_SCHEMA)
+    with duckdb.connect() as connection:
+        connection.register("content", content.to_arrow())
+        hashes = connection.sql(
+            f"select unhex(md5(to_json(struct_pack({columns})))) as {ROW_HASH} from content"
+        ).to_arrow_table()
+    return pl.Series(ROW_HASH, hashes.column(0).combine_chunks(), dtype=pl.Binary)
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """What every batch of a run shares: the candidate count and corpus document frequencies."""
+
+    n_candidates: int = 1
+    idf: IdfTable | None = None
+
+
+@dataclass
+class CorpusStatsBuilder:
+    """First pass: :meth:`add` every batch of records (or :meth:`merge` partial builders)."""
+
+    config: Config
+    specs: tuple[MetricSpec, ...]
+    n_candidates: int = 1
+    _frequencies: object | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if NEEDS_IDF in {need for spec in self.specs for need in spec.needs}:
+            from pipeline.metrics.tfidf import DocumentFrequencies
+
+            self._frequencies = DocumentFrequencies()
+
+    def add(self, records: pl.DataFrame) -> None:
+        """Count one batch of validated records."""
+        if records.height == 0:
+            return
+        longest = records.select(pl.col("references").list.len().max()).item()
+        self.n_candidates = max(self.n_candidates, 1 + int(longest or 0))
+        if self._frequencies is not None:
+            texts = records.select(
+                pl.concat_list(pl.col("question"), compared_response(self.config)).alias("text")
+            ).explode("text")["text"]
+            self._frequencies.add(texts)  # type: ignore[attr-defined]
+
+    def result(self) -> CorpusStats:
+        """The statistics of everything added."""
+        idf = self._frequencies.idf() if self._frequencies is not None else None  # type: ignore[attr-defined]
+        return CorpusStats(n_candidates=self.n_candidates, idf=idf)
+
+
+@functools.cache
+def _process_embedder(backend: str, cache_dir: str | None, batch_size: int) -> CachedEmbedder:
+    """One embedder (model and cache handle) per process and setting: workers load it once."""
+    from pathlib import Path
+
+    from pipeline.embed import make_embedder
+
+    return make_embedder(
+        backend, cache_dir=Path(cache_dir) if cache_dir else None, batch_size=batch_size
+    )
+
+
+@dataclass(frozen=True)
+class BatchScorer:
+    """Maps a batch of validated records to its scores; picklable, the same on every engine.
+
+    >>> from pipeline.config import Config
+    >>> scorer = BatchScorer.for_config(Config(metrics=("answer_em",)))
+    >>> scorer.output_schema.names[-3:]
+    ['row_hash', 'answer_em', 'signature']
+    """
+
+    config: Config
+    #: Names of the scored metrics (specs hold closures, so workers resolve them again).
+    metrics: tuple[str, ...]
+    stats: CorpusStats
+
+    @functools.cached_property
+    def specs(self) -> tuple[MetricSpec, ...]:
+        """The registry specs of :attr:`metrics`, in registry order."""
+        return tuple(resolve_metrics(self.metrics))
+
+    def __getstate__(self) -> dict[str, object]:
+        return {name: self.__dict__[name] for name in ("config", "metrics", "stats")}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+
+    @classmethod
+    def for_config(
+        cls, config: Config, stats: CorpusStats | None = None,
+        specs: Sequence[MetricSpec] | None = None,
+    ) -> BatchScorer:
+        """The scorer of ``config``'s metrics (``stats`` default to an empty corpus)."""
+        specs = tuple(specs) if specs is not None else resolve_metrics(config.metrics)
+        names = tuple(spec.name for spec in specs)
+        return cls(config=config, metrics=names, stats=stats or CorpusStats())
+
+    @functools.cached_property
+    def output_schema(self) -> pa.Schema:
+        """Key columns, ``row_hash``, one column per metric, ``signature``."""
+        empty = pl.DataFrame(schema=RECORD_BATCH_SCHEMA)
+        scorer = self
+        if self.stats.idf is None:  # the schema does not depend on the corpus: any table does
+            from pipeline.metrics.tfidf import IdfTable
+
+            idf = IdfTable.from_texts(pl.Series([], dtype=pl.String))
+            scorer = replace(self, stats=replace(self.stats, idf=idf))
+        return scorer._score(empty).to_arrow().schema
+
+    def inputs(self) -> Inputs:
+        """The metric builders' inputs; the embedder is this process's shared one."""
+        embedder = None
+        if NEEDS_EMBEDDER in {need for spec in self.specs for need in spec.needs}:
+            config = self.config
+            cache_dir = config.embedding_cache_dir
+            embedder = _process_embedder(
+                config.embedding_backend, str(cache_dir) if cache_dir else None,
+                config.embedding_batch_size,
+            )
+        return Inputs(
+            config=self.config, n_candidates=self.stats.n_candidates, idf=self.stats.idf,
+            embedder=embedder,
+        )
+
+    def score_frame(self, records: pl.DataFrame) -> pl.DataFrame:
+        """Scores of a polars frame of validated records (``row_hash`` computed if absent)."""
+        if ROW_HASH not in records.columns:
+            records = records.with_columns(row_hashes(records))
+        return self._score(records)
+
+    def score(self, batch: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
+        """Scores of one Arrow batch of validated records, in :attr:`output_schema`."""
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        table = self.score_frame(frame).to_arrow().cast(self.output_schema)
+        return table.combine_chunks().to_batches()[0] if table.num_rows else (
+            pa.RecordBatch.from_pylist([], schema=self.output_schema)
+        )
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The ``mapInArrow`` / ``map_batches`` form: an iterator of batches to one of scores."""
+        for batch in batches:
+            if batch.num_rows:
+                yield self.score(batch)
+
+    def _score(self, records: pl.DataFrame) -> pl.DataFrame:
+        from pipeline.evaluate import score_frame
+
+        if ROW_HASH not in records.columns:
+            records = records.with_columns(pl.lit(None, pl.Binary).alias(ROW_HASH))
+        scored = score_frame(records, self.config, specs=self.specs, inputs=self.inputs())
+        metrics = [spec.name for spec in self.specs]
+        return (
+            scored.collect()
+            .with_columns(records[ROW_HASH])
+            .select(*KEY_COLUMNS, ROW_HASH, *metrics, "signature")
+        )

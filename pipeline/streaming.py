@@ -1,0 +1,297 @@
+"""The single-machine engine: a two-pass run over the inputs in bounded memory.
+
+Pass 1 reads each input in chunks (:func:`pipeline.validate.iter_validated`), validates them,
+appends valid records (with their ``row_hash``) to a work file and rejected rows to another, and
+accumulates the corpus statistics (:class:`pipeline.batch.CorpusStatsBuilder`). DuckDB then finds
+duplicate keys across chunks and, in an incremental run, splits the records into those whose
+``row_hash`` a compatible earlier run already scored (their scores are copied) and those to
+score. Pass 2 streams the records to score through :class:`pipeline.batch.BatchScorer`, batch by
+batch, into a :class:`ScoreSink`.
+
+Memory: one input chunk (``chunk_rows``) in pass 1; one scoring batch (``batch_rows``, fewer for
+long texts, see :func:`batch_rows_for`) with its intermediate token lists in pass 2; the corpus
+statistics (8 bytes per distinct question or response, plus the vocabulary's document
+frequencies); DuckDB's set operations run under ``duckdb_memory`` and spill to the work
+directory beyond it. Nothing grows with the row count except those 8 bytes per distinct text.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.batch import RECORD_BATCH_SCHEMA, ROW_HASH, BatchScorer, CorpusStatsBuilder, row_hashes
+from pipeline.config import Config
+from pipeline.metrics.registry import MetricSpec
+from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
+from pipeline.validate import KEY, iter_validated
+
+log = logging.getLogger(__name__)
+
+#: Most rows scored per batch; bounds the memory used by intermediate token lists.
+DEFAULT_BATCH_ROWS = 100_000
+#: Most text bytes (question, reference, response, contexts) per batch, so batches of long
+#: texts hold fewer rows: intermediate memory grows with the text, not only the row count.
+DEFAULT_BATCH_BYTES = 32 * 2**20
+#: Rows read and validated at a time in pass 1.
+DEFAULT_CHUNK_ROWS = 250_000
+#: DuckDB's memory limit for the duplicate check and the incremental split (it spills beyond).
+DEFAULT_DUCKDB_MEMORY = "512MB"
+#: Columns of ``texts.parquet``.
+TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
+
+_RECORDS = "records.parquet"
+_REJECTED = "rejected.parquet"
+_TO_SCORE = "to_score.parquet"
+_REUSED = "reused.parquet"
+
+
+class ScoreSink(Protocol):
+    """Where scored batches go: one file, or a partitioned store directory."""
+
+    def write(self, table: pa.Table) -> None: ...
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """Row accounting of one streaming run."""
+
+    n_read: int
+    n_scored: int
+    n_reused: int
+    n_rejected: int
+
+
+def text_bytes(records: pl.DataFrame) -> int:
+    """UTF-8 bytes of question, reference, response and contexts over ``records``."""
+    if records.height == 0:
+        return 0
+    return int(
+        records.select(
+            pl.sum_horizontal(
+                pl.col(name).str.len_bytes().fill_null(0)
+                for name in ("question", "reference", "response")
+            ).sum()
+            + pl.col("contexts").list.eval(pl.element().str.len_bytes()).list.sum()
+            .fill_null(0).sum()
+        ).item()
+    )
+
+
+def batch_rows_for(
+    records: pl.DataFrame, batch_rows: int = DEFAULT_BATCH_ROWS,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+) -> int:
+    """Rows per batch: ``batch_rows``, fewer when rows average more than
+    ``batch_bytes / batch_rows`` bytes of text."""
+    return _batch_rows(records.height, text_bytes(records), batch_rows, batch_bytes)
+
+
+def _batch_rows(rows: int, n_bytes: int, batch_rows: int, batch_bytes: int) -> int:
+    if batch_rows < 1 or batch_bytes < 1:
+        raise ValueError("batch_rows and batch_bytes must be positive")
+    if rows == 0:
+        return batch_rows
+    per_row = max(n_bytes / rows, 1.0)
+    return max(1, min(batch_rows, int(batch_bytes // per_row)))
+
+
+def stream_scores(
+    inputs: Sequence[Path],
+    pairs: Sequence[tuple[Path, Path]],
+    config: Config,
+    specs: Sequence[MetricSpec],
+    *,
+    work_dir: Path,
+    sink: ScoreSink,
+    rejected_target: Path,
+    texts_target: Path,
+    previous_scores: str | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
+    on_batch: Callable[[int], None] | None = None,
+) -> tuple[StreamResult, BatchScorer]:
+    """Validate, score and write ``inputs``; ``previous_scores`` (a Parquet glob of a compatible
+    run's scores, hive-partitioned) enables incremental re-scoring.
+
+    Writes scores into ``sink``, rejected rows to ``rejected_target`` and the texts behind the
+    scores to ``texts_target`` (both complete files, written by DuckDB or polars into
+    temporary paths the caller renames). ``work_dir`` holds intermediate files; it is removed.
+    """
+    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _stream(
+            inputs, pairs, config, specs, work_dir, sink, rejected_target, texts_target,
+            previous_scores, batch_rows, chunk_rows, duckdb_memory, on_batch,
+        )
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _stream(
+    inputs: Sequence[Path],
+    pairs: Sequence[tuple[Path, Path]],
+    config: Config,
+    specs: Sequence[MetricSpec],
+    work_dir: Path,
+    sink: ScoreSink,
+    rejected_target: Path,
+    texts_target: Path,
+    previous_scores: str | None,
+    batch_rows: int,
+    chunk_rows: int,
+    duckdb_memory: str,
+    on_batch: Callable[[int], None] | None,
+) -> tuple[StreamResult, BatchScorer]:
+    records_path, rejected_path = work_dir / _RECORDS, work_dir / _REJECTED
+    stats = CorpusStatsBuilder(config, tuple(specs))
+    n_read = n_valid = n_bytes = 0
+    records_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).with_columns(
+        pl.lit(None, pl.Binary).alias(ROW_HASH)
+    ).to_arrow().schema
+    rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
+    with (
+        pq.ParquetWriter(records_path, records_schema, compression="zstd") as records_out,
+        pq.ParquetWriter(rejected_path, rejected_schema, compression="zstd") as rejected_out,
+    ):
+        for chunk in iter_validated(inputs, pairs, config, chunk_rows):
+            n_read += chunk.n_read
+            valid = chunk.records
+            n_valid += valid.height
+            n_bytes += text_bytes(valid)
+            stats.add(valid)
+            records_out.write_table(
+                valid.with_columns(row_hashes(valid)).to_arrow().cast(records_schema)
+            )
+            rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
+    scorer = BatchScorer.for_config(config, stats.result(), specs)
+    rows_per_batch = _batch_rows(n_valid, n_bytes, batch_rows, DEFAULT_BATCH_BYTES)
+    log.info(
+        "pass 1: %d rows read, %d valid; scoring in batches of %d rows", n_read, n_valid,
+        rows_per_batch,
+    )
+
+    with duckdb.connect(config={"memory_limit": duckdb_memory, "threads": 2}) as db:
+        db.execute(f"set temp_directory = '{_sql_text(str(work_dir / 'duckdb.tmp'))}'")
+        db.execute(f"create view records as select * from read_parquet('{_sql_path(records_path)}', hive_partitioning = false)")
+        n_duplicates = _find_duplicates(db)
+        _write_rejected(db, rejected_path, rejected_target)
+        _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
+        to_score, reused, duplicates = records_path, None, None
+        if previous_scores is not None:
+            to_score, reused = work_dir / _TO_SCORE, work_dir / _REUSED
+            _split_incremental(db, previous_scores, scorer, to_score, reused)
+        elif n_duplicates:
+            duplicates = db.sql("select source, row_number from duplicates").pl()
+
+    n_scored = n_reused = 0
+    for batch in _batches(to_score, rows_per_batch):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        if duplicates is not None:
+            frame = frame.join(duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
+        if frame.height:
+            sink.write(scorer.score_frame(frame).to_arrow().cast(scorer.output_schema))
+        n_scored += frame.height
+        if on_batch is not None:
+            on_batch(frame.height)
+    if reused is not None:
+        for batch in _batches(reused, rows_per_batch):
+            sink.write(pa.Table.from_batches([batch]).select(scorer.output_schema.names)
+                       .cast(scorer.output_schema))
+            n_reused += batch.num_rows
+            if on_batch is not None:
+                on_batch(batch.num_rows)
+    n_rejected = n_read - n_valid + n_duplicates
+    result = StreamResult(n_read=n_read, n_scored=n_scored, n_reused=n_reused,
+                          n_rejected=n_rejected)
+    if n_scored + n_reused + n_rejected != n_read:  # pragma: no cover - invariant
+        raise RuntimeError(f"row accounting broken: {result}")
+    return result, scorer
+
+
+def _batches(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
+    yield from pq.ParquetFile(path).iter_batches(batch_size=rows)
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _sql_path(path: Path) -> str:
+    return _sql_text(str(path))
+
+
+def _copy(db: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
+    db.execute(
+        f"copy ({query}) to '{_sql_path(target)}' (format parquet, compression zstd)"
+    )
+
+
+def _find_duplicates(db: duckdb.DuckDBPyConnection) -> int:
+    """Create ``duplicates`` (rows whose key an earlier row of the same file holds) and ``kept``."""
+    keys = ", ".join([SOURCE_COLUMN, *KEY])
+    db.execute(
+        f"""create temp table duplicates as
+        select source, row_number, id, first_row from (
+            select source, row_number, id,
+                   min(row_number) over (partition by {keys}) as first_row
+            from records
+        ) where row_number <> first_row"""
+    )
+    db.execute(
+        "create view kept as select * from records r "
+        "anti join duplicates d using (source, row_number)"
+    )
+    count = db.execute("select count(*) from duplicates").fetchone()
+    return int(count[0]) if count else 0
+
+
+def _write_rejected(db: duckdb.DuckDBPyConnection, rejected: Path, target: Path) -> None:
+    """Rows rejected in pass 1, then cross-chunk duplicates with the record as ``raw`` JSON."""
+    record = ", ".join(f'"{name}" := r."{name}"' for name in RECORD_BATCH_SCHEMA
+                       if name not in (SOURCE_COLUMN, ROW_COLUMN))
+    _copy(
+        db,
+        f"""select * from read_parquet('{_sql_path(rejected)}', hive_partitioning = false)
+        union all
+        select d.source, d.row_number, d.id,
+               format('duplicate id ''{{}}'' (first at row {{}})', d.id, d.first_row) as reason,
+               to_json(struct_pack({record}))::varchar as raw
+        from duplicates d join records r using (source, row_number)
+        order by source, row_number""",
+        target,
+    )
+
+
+def _split_incremental(
+    db: duckdb.DuckDBPyConnection, previous: str, scorer: BatchScorer, to_score: Path,
+    reused: Path,
+) -> None:
+    """Records whose ``row_hash`` the previous run scored -> ``reused`` (with its scores);
+    the rest -> ``to_score``."""
+    metrics = ", ".join(f'p."{name}"' for name in scorer.metrics)
+    keys = ", ".join(f'k."{name}"' for name in KEY_COLUMNS)
+    db.execute(
+        f"""create temp view previous as
+        select * from read_parquet('{_sql_text(previous)}', hive_partitioning = true,
+                                   hive_types = {{'model': varchar, 'eval_run': varchar}})
+        qualify row_number() over (partition by row_hash order by source, row_number) = 1"""
+    )
+    _copy(
+        db,
+        f"select {keys}, k.row_hash, {metrics}, p.signature "
+        "from kept k join previous p using (row_hash)",
+        reused,
+    )
+    _copy(db, "select k.* from kept k anti join previous p using (row_hash)", to_score)
