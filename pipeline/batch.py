@@ -22,6 +22,7 @@ processes, machines and polars versions, which is what incremental re-scoring
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -71,6 +72,37 @@ class CorpusStats:
 
     n_candidates: int = 1
     idf: IdfTable | None = None
+
+    def digest(self) -> str | None:
+        """sha256 of the document frequencies (None without them): equal digests, equal idf.
+
+        The candidate count is left out: it changes how many columns are compared, never a
+        value.
+        """
+        if self.idf is None:
+            return None
+        lines = self.idf.table.select(
+            pl.concat_str(pl.col("word"), pl.col("df").cast(pl.String), separator="\t")
+            .str.join("\n")
+        ).item()
+        text = f"{self.idf.n_documents}\n{lines or ''}"
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def corpus_dependent(specs: Iterable[MetricSpec]) -> tuple[str, ...]:
+    """Names of the ``specs`` whose values depend on corpus statistics, directly or through
+    other metrics (``tfidf_relevance`` and the composites built on it)."""
+    from pipeline.metrics.registry import REGISTRY
+
+    memo: dict[str, bool] = {}
+
+    def depends(name: str) -> bool:
+        if name not in memo:
+            needs = REGISTRY[name].needs
+            memo[name] = NEEDS_IDF in needs or any(depends(n) for n in needs if n in REGISTRY)
+        return memo[name]
+
+    return tuple(spec.name for spec in specs if depends(spec.name))
 
 
 @dataclass
@@ -186,6 +218,22 @@ class BatchScorer:
         if ROW_HASH not in records.columns:
             records = records.with_columns(row_hashes(records))
         return self._score(records)
+
+    def refresh(self, scored: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+        """Recompute the metrics ``names`` of rows that hold records *and* earlier scores.
+
+        Incremental runs use it for reused rows when the corpus statistics changed: the other
+        metric columns are kept and feed the recomputed ones that need them.
+        """
+        if not names:
+            return scored
+        from pipeline.evaluate import score_frame
+
+        stale = tuple(spec for spec in self.specs if spec.name in set(names))
+        fresh = score_frame(
+            scored.drop(names), self.config, specs=stale, inputs=self.inputs()
+        ).select(*names).collect()
+        return scored.with_columns(fresh)
 
     def score(self, batch: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
         """Scores of one Arrow batch of validated records, in :attr:`output_schema`."""

@@ -247,12 +247,14 @@ def evaluate_to_store(
             for name in (REJECTED_DIR, TEXTS_DIR):
                 (staged.dir / name).mkdir()
             try:
-                result, _ = stream_scores(
+                result, scorer = stream_scores(
                     inputs, pairs, config, specs,
                     work_dir=staged.dir / "_work", sink=sink,
                     rejected_target=staged.dir / REJECTED_DIR / "part-0.parquet",
                     texts_target=staged.dir / TEXTS_DIR / "part-0.parquet",
-                    previous_scores=previous_glob, batch_rows=batch_rows, on_batch=on_batch,
+                    previous_scores=previous_glob,
+                    previous_corpus=previous.get("corpus_digest") if previous else None,
+                    batch_rows=batch_rows, on_batch=on_batch,
                 )
             finally:
                 sink.close()
@@ -267,7 +269,8 @@ def evaluate_to_store(
                 "rejected": result.n_rejected,
             }
             run_dir = staged.commit(
-                counts=counts, reused_from=previous["run_id"] if previous else None
+                counts=counts, reused_from=previous["run_id"] if previous else None,
+                corpus_digest=scorer.stats.digest(),
             )
         except BaseException as exc:
             staged.abort(f"{type(exc).__name__}: {exc}")

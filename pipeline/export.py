@@ -2,7 +2,8 @@
 
 One row per scored input row: the key columns, the question, reference and response (from
 ``texts.parquet``), every metric, feedback text and flag of ``scores.parquet``. List columns
-(``bias_categories``, ``suggestions``) are joined with ``"; "``. Written atomically.
+(``bias_categories``, ``suggestions``) are joined with ``"; "``; ``row_hash`` is written as hex
+in the text formats. Written atomically.
 """
 
 from __future__ import annotations
@@ -34,9 +35,14 @@ def export_table(out_dir: Path) -> pl.DataFrame:
 
 
 def flatten_lists(table: pl.DataFrame) -> pl.DataFrame:
-    """List columns as ``"; "``-joined strings (for text formats)."""
+    """List columns as ``"; "``-joined strings and binary ones (``row_hash``) as hex text, for
+    text formats."""
     lists = [name for name, dtype in table.schema.items() if isinstance(dtype, pl.List)]
-    return table.with_columns(pl.col(name).list.join(_JOIN) for name in lists)
+    binary = [name for name, dtype in table.schema.items() if dtype == pl.Binary]
+    return table.with_columns(
+        *(pl.col(name).list.join(_JOIN) for name in lists),
+        *(pl.col(name).bin.encode("hex") for name in binary),
+    )
 
 
 def export(out_dir: Path, target: Path, fmt: str = "tsv") -> int:

@@ -29,11 +29,18 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.batch import RECORD_BATCH_SCHEMA, ROW_HASH, BatchScorer, CorpusStatsBuilder, row_hashes
+from pipeline.batch import (
+    RECORD_BATCH_SCHEMA,
+    ROW_HASH,
+    BatchScorer,
+    CorpusStatsBuilder,
+    corpus_dependent,
+    row_hashes,
+)
 from pipeline.config import Config
 from pipeline.metrics.registry import MetricSpec
-from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
-from pipeline.validate import KEY, iter_validated
+from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
+from pipeline.validate import DUPLICATE_REASON, KEY, iter_raw, iter_validated
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,7 @@ _RECORDS = "records.parquet"
 _REJECTED = "rejected.parquet"
 _TO_SCORE = "to_score.parquet"
 _REUSED = "reused.parquet"
+_DUPLICATE_RAW = "duplicate-raw.parquet"
 
 
 class ScoreSink(Protocol):
@@ -116,6 +124,7 @@ def stream_scores(
     rejected_target: Path,
     texts_target: Path,
     previous_scores: str | None = None,
+    previous_corpus: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
@@ -123,6 +132,11 @@ def stream_scores(
 ) -> tuple[StreamResult, BatchScorer]:
     """Validate, score and write ``inputs``; ``previous_scores`` (a Parquet glob of a compatible
     run's scores, hive-partitioned) enables incremental re-scoring.
+
+    Incremental rule: a record whose ``row_hash`` the previous run scored keeps that run's
+    scores, except the corpus-dependent metrics (:func:`pipeline.batch.corpus_dependent`),
+    which are recomputed for every reused row when this run's corpus digest differs from
+    ``previous_corpus`` (the previous run's :meth:`CorpusStats.digest`).
 
     Writes scores into ``sink``, rejected rows to ``rejected_target`` and the texts behind the
     scores to ``texts_target`` (both complete files, written by DuckDB or polars into
@@ -132,7 +146,7 @@ def stream_scores(
     try:
         return _stream(
             inputs, pairs, config, specs, work_dir, sink, rejected_target, texts_target,
-            previous_scores, batch_rows, chunk_rows, duckdb_memory, on_batch,
+            previous_scores, previous_corpus, batch_rows, chunk_rows, duckdb_memory, on_batch,
         )
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -148,6 +162,7 @@ def _stream(
     rejected_target: Path,
     texts_target: Path,
     previous_scores: str | None,
+    previous_corpus: str | None,
     batch_rows: int,
     chunk_rows: int,
     duckdb_memory: str,
@@ -183,9 +198,17 @@ def _stream(
 
     with duckdb.connect(config={"memory_limit": duckdb_memory, "threads": 2}) as db:
         db.execute(f"set temp_directory = '{_sql_text(str(work_dir / 'duckdb.tmp'))}'")
-        db.execute(f"create view records as select * from read_parquet('{_sql_path(records_path)}', hive_partitioning = false)")
+        db.execute(
+            "create view records as select * from "
+            f"read_parquet('{_sql_path(records_path)}', hive_partitioning = false)"
+        )
         n_duplicates = _find_duplicates(db)
-        _write_rejected(db, rejected_path, rejected_target)
+        raw_path = work_dir / _DUPLICATE_RAW
+        if n_duplicates:
+            _write_duplicate_raw(db, inputs, pairs, config, chunk_rows, raw_path)
+        sources = [str(path) for path in inputs] + [str(pred) for pred, _ in pairs]
+        _write_rejected(db, rejected_path, raw_path if n_duplicates else None, sources,
+                        rejected_target)
         _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
         to_score, reused, duplicates = records_path, None, None
         if previous_scores is not None:
@@ -206,9 +229,14 @@ def _stream(
         if on_batch is not None:
             on_batch(frame.height)
     if reused is not None:
+        stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
+        if stale:
+            log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
         for batch in _batches(reused, rows_per_batch):
-            sink.write(pa.Table.from_batches([batch]).select(scorer.output_schema.names)
-                       .cast(scorer.output_schema))
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            frame = scorer.refresh(frame, stale).select(scorer.output_schema.names)
+            sink.write(frame.to_arrow().cast(scorer.output_schema))
             n_reused += batch.num_rows
             if on_batch is not None:
                 on_batch(batch.num_rows)
@@ -253,23 +281,46 @@ def _find_duplicates(db: duckdb.DuckDBPyConnection) -> int:
         "create view kept as select * from records r "
         "anti join duplicates d using (source, row_number)"
     )
-    count = db.execute("select count(*) from duplicates").fetchone()
-    return int(count[0]) if count else 0
+    return int(db.sql("select count(*) from duplicates").fetchall()[0][0])
 
 
-def _write_rejected(db: duckdb.DuckDBPyConnection, rejected: Path, target: Path) -> None:
-    """Rows rejected in pass 1, then cross-chunk duplicates with the record as ``raw`` JSON."""
-    record = ", ".join(f'"{name}" := r."{name}"' for name in RECORD_BATCH_SCHEMA
-                       if name not in (SOURCE_COLUMN, ROW_COLUMN))
+def _write_duplicate_raw(
+    db: duckdb.DuckDBPyConnection, inputs: Sequence[Path], pairs: Sequence[tuple[Path, Path]],
+    config: Config, chunk_rows: int, target: Path,
+) -> None:
+    """The ``raw`` JSON of every duplicate row, re-read from its file (as validation writes it)."""
+    rows = db.sql("select source, row_number from duplicates").pl()
+    schema = pa.schema([("source", pa.string()), ("row_number", pa.int64()), ("raw", pa.string())])
+    with pq.ParquetWriter(target, schema, compression="zstd") as writer:
+        for part in iter_raw(inputs, pairs, config, chunk_rows, rows):
+            writer.write_table(part.to_arrow().cast(schema))
+
+
+def _write_rejected(
+    db: duckdb.DuckDBPyConnection, rejected: Path, duplicate_raw: Path | None,
+    sources: Sequence[str], target: Path,
+) -> None:
+    """Rows rejected in pass 1 and duplicate keys, in input order (file, then row)."""
+    order = " union all ".join(
+        f"select '{_sql_text(source)}' as source, {position} as position"
+        for position, source in enumerate(sources)
+    ) or "select null::varchar as source, 0 as position where false"
+    duplicates = ""
+    if duplicate_raw is not None:
+        duplicates = f"""union all
+        select d.source, d.row_number, d.id,
+               format('{_sql_text(DUPLICATE_REASON)}', d.id, d.first_row) as reason, r.raw
+        from duplicates d
+        join read_parquet('{_sql_path(duplicate_raw)}', hive_partitioning = false) r
+            using (source, row_number)"""
     _copy(
         db,
-        f"""select * from read_parquet('{_sql_path(rejected)}', hive_partitioning = false)
-        union all
-        select d.source, d.row_number, d.id,
-               format('duplicate id ''{{}}'' (first at row {{}})', d.id, d.first_row) as reason,
-               to_json(struct_pack({record}))::varchar as raw
-        from duplicates d join records r using (source, row_number)
-        order by source, row_number""",
+        f"""select rejected.* from (
+            select * from read_parquet('{_sql_path(rejected)}', hive_partitioning = false)
+            {duplicates}
+        ) rejected
+        left join ({order}) files using (source)
+        order by files.position, rejected.row_number""",
         target,
     )
 
@@ -278,10 +329,12 @@ def _split_incremental(
     db: duckdb.DuckDBPyConnection, previous: str, scorer: BatchScorer, to_score: Path,
     reused: Path,
 ) -> None:
-    """Records whose ``row_hash`` the previous run scored -> ``reused`` (with its scores);
-    the rest -> ``to_score``."""
+    """Records whose ``row_hash`` the previous run scored -> ``reused`` (the record and its
+    scores); the rest -> ``to_score``."""
     metrics = ", ".join(f'p."{name}"' for name in scorer.metrics)
-    keys = ", ".join(f'k."{name}"' for name in KEY_COLUMNS)
+    # Metrics named like record columns (total_tokens, latency_ms) replace them, as in scoring.
+    shadowed = [name for name in scorer.metrics if name in RECORD_BATCH_SCHEMA]
+    record = f"k.* exclude ({', '.join(shadowed)})" if shadowed else "k.*"
     db.execute(
         f"""create temp view previous as
         select * from read_parquet('{_sql_text(previous)}', hive_partitioning = true,
@@ -289,9 +342,7 @@ def _split_incremental(
         qualify row_number() over (partition by row_hash order by source, row_number) = 1"""
     )
     _copy(
-        db,
-        f"select {keys}, k.row_hash, {metrics}, p.signature "
-        "from kept k join previous p using (row_hash)",
+        db, f"select {record}, {metrics}, p.signature from kept k join previous p using (row_hash)",
         reused,
     )
     _copy(db, "select k.* from kept k anti join previous p using (row_hash)", to_score)

@@ -74,6 +74,9 @@ MAX_EXACT_FLOAT = 2.0**53
 MAX_QUOTED = 60
 
 _REASON = "__reason"
+#: Reason of a duplicate key: the id, then the row of the first valid row with that key. The
+#: ``{}`` placeholders suit both polars ``pl.format`` and DuckDB ``format``.
+DUPLICATE_REASON = "duplicate id '{}' (first at row {})"
 _WS = r"[ \t\n\r]*"  # JSON whitespace only; json_decode rejects anything else
 _INT_TEXT = r"^[+-]?\d+$"
 _NUMBER_TEXT = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
@@ -106,10 +109,15 @@ class Validated:
     n_read: int
 
 
-def validate_records(frame: pl.DataFrame, path: str, config: Config) -> Validated:
+def validate_records(
+    frame: pl.DataFrame, path: str, config: Config, *, check_duplicates: bool = True
+) -> Validated:
     """Cast ``frame`` (as returned by a reader) to the canonical schema, rejecting bad rows.
 
-    Raises :class:`~pipeline.schema.MissingColumnError` when a required column is absent.
+    Rows whose key (:data:`KEY`) an earlier valid row holds are rejected as duplicates unless
+    ``check_duplicates`` is false (the streaming engine checks whole files instead, see
+    :func:`pipeline.streaming.stream_scores`). Raises
+    :class:`~pipeline.schema.MissingColumnError` when a required column is absent.
     """
     available = [c for c in frame.columns if c not in PROVENANCE_SCHEMA]
     for column in REQUIRED_COLUMNS:
@@ -133,10 +141,10 @@ def validate_records(frame: pl.DataFrame, path: str, config: Config) -> Validate
     lazy = lazy.with_columns(_join([pl.col(_problem(c)) for c in present]).alias(_REASON))
     keys = [pl.col(_value(c)) for c in KEY if c in present]
     first = pl.when(pl.col(_REASON).is_null()).then(pl.col(ROW_COLUMN)).min().over(keys)
-    duplicate = pl.col(_REASON).is_null() & (pl.col(ROW_COLUMN) != first)
+    duplicate = pl.col(_REASON).is_null() & (pl.col(ROW_COLUMN) != first) & check_duplicates
     checked = lazy.with_columns(
         pl.when(duplicate)
-        .then(pl.format("duplicate id '{}' (first at row {})", pl.col(_value("id")), first))
+        .then(pl.format(DUPLICATE_REASON, pl.col(_value("id")), first))
         .otherwise(pl.col(_REASON))
         .alias(_REASON)
     ).collect()
@@ -162,25 +170,59 @@ def validate_records(frame: pl.DataFrame, path: str, config: Config) -> Validate
     return Validated(records=records, rejected=rejected, n_read=frame.height)
 
 
+def raw_json(frame: pl.DataFrame, path: str) -> pl.Series:
+    """Each row of ``frame`` (as returned by a reader) as the ``raw`` JSON of rejected rows."""
+    frame = _with_provenance(frame, path)
+    present = [c for c in RECORD_SCHEMA if c in frame.columns]
+    return frame.select(_raw(present, frame.schema).alias("raw"))["raw"]
+
+
 def iter_validated(
     inputs: Sequence[Path], pairs: Sequence[tuple[Path, Path]], config: Config, chunk_rows: int
 ) -> Iterator[Validated]:
     """Validated chunks of every input, for a run in bounded memory.
 
-    Each chunk is validated on its own (duplicate keys *within* a chunk are rejected here; the
-    driver finds duplicates across chunks of one file afterwards). Pairs are read whole.
+    Each chunk is validated on its own, without the duplicate-key check, which needs the whole
+    file: the driver runs it afterwards (:func:`pipeline.streaming.stream_scores`) and takes the
+    ``raw`` JSON of duplicates from :func:`iter_raw`. Pairs are read whole.
     """
     for path in inputs:
         for chunk in iter_records(path, config, chunk_rows):
-            yield validate_records(chunk, str(path), config)
+            yield validate_records(chunk, str(path), config, check_duplicates=False)
     for predictions, references in pairs:
         pair = read_prediction_pair(predictions, references, config)
-        checked = validate_records(pair.records, str(predictions), config)
+        checked = validate_records(
+            pair.records, str(predictions), config, check_duplicates=False
+        )
         yield Validated(
             records=checked.records,
             rejected=pl.concat([checked.rejected, pair.rejected]),
             n_read=checked.n_read + pair.rejected.height,
         )
+
+
+def iter_raw(
+    inputs: Sequence[Path], pairs: Sequence[tuple[Path, Path]], config: Config, chunk_rows: int,
+    rows: pl.DataFrame,
+) -> Iterator[pl.DataFrame]:
+    """``source``, ``row_number`` and ``raw`` of the input rows listed in ``rows`` (a frame of
+    ``source`` and ``row_number``), re-read chunk by chunk from the files that hold them."""
+    wanted = set(rows[SOURCE_COLUMN].unique().to_list())
+
+    def pick(frame: pl.DataFrame, path: str) -> pl.DataFrame:
+        frame = _with_provenance(frame, path).join(
+            rows.select(SOURCE_COLUMN, ROW_COLUMN), on=[SOURCE_COLUMN, ROW_COLUMN], how="semi"
+        )
+        return frame.select(SOURCE_COLUMN, ROW_COLUMN).with_columns(raw_json(frame, path))
+
+    for path in inputs:
+        if str(path) in wanted:
+            for chunk in iter_records(path, config, chunk_rows):
+                yield pick(chunk, str(path))
+    for predictions, references in pairs:
+        if str(predictions) in wanted:
+            yield pick(read_prediction_pair(predictions, references, config).records,
+                       str(predictions))
 
 
 def load_inputs(

@@ -51,6 +51,16 @@ OPTIONAL_FILES: dict[str, str] = {
     "intervals_file": "intervals.parquet",
     "comparisons_file": "comparisons.parquet",
 }
+#: Table macros the staging views read (defined by :func:`_source_macros`).
+SOURCE_MACROS: tuple[str, ...] = (
+    "scores_file", "rejected_file", *OPTIONAL_FILES, "manifests_file",
+)
+#: Columns of the manifests the ``runs`` view lists (JSON type names of DuckDB's read_json).
+_MANIFEST_COLUMNS = (
+    "{run_id: 'varchar', status: 'varchar', engine: 'varchar', started_at: 'varchar', "
+    "finished_at: 'varchar', signature: 'varchar', reused_from: 'varchar', "
+    "counts: 'struct(read bigint, scored bigint, reused bigint, rejected bigint)'}"
+)
 #: Hive partition of a store's runs and the manifest file of each (see :mod:`pipeline.store`).
 _RUN = "eval_run"
 _MANIFEST = "manifest.json"
@@ -246,6 +256,7 @@ def _source_macros(out_dir: Path) -> dict[str, str]:
     empty = "select cast(null as varchar) as metric, cast(null as varchar) as eval_run where false"
     if not is_store(out_dir):
         macros = {
+            "manifests_file": "select * from (select cast(null as varchar) as run_id) where false",
             "scores_file": _flat(out_dir / SCORES_FILE),
             "rejected_file": _flat(out_dir / REJECTED_FILE),
         }
@@ -255,9 +266,7 @@ def _source_macros(out_dir: Path) -> dict[str, str]:
         return macros
     root = out_dir.as_posix()
     latest = (
-        f"(select run_id from read_json({_literal(root + f'/{_RUN}=*/{_MANIFEST}')}, "
-        "columns = {run_id: 'varchar', finished_at: 'varchar'}) "
-        "order by finished_at desc, run_id desc limit 1)"
+        "(select run_id from manifests_file() order by finished_at desc, run_id desc limit 1)"
     )
     chosen = (
         f"(getvariable('{_RUN}') = 'all' or "
@@ -273,7 +282,9 @@ def _source_macros(out_dir: Path) -> dict[str, str]:
             f"hive_types = {{{types}}}) where {chosen}"
         )
 
+    manifests = _literal(f"{root}/{_RUN}=*/{_MANIFEST}")
     macros = {
+        "manifests_file": f"select * from read_json({manifests}, columns = {_MANIFEST_COLUMNS})",
         "scores_file": runs_of("scores/model=*/*.parquet"),
         "rejected_file": runs_of("rejected/*.parquet"),
     }

@@ -32,6 +32,7 @@ from pipeline.stats import write_stats
 from pipeline.views import (
     DB_FILE,
     OPTIONAL_FILES,
+    SOURCE_MACROS,
     REJECTED_FILE,
     SCORES_FILE,
     ViewBuildError,
@@ -44,7 +45,7 @@ from pipeline.views import (
 )
 
 VIEWS = load_views(default_queries_dir())
-STAGING = {"scores", "rejected", "intervals", "model_comparison"}
+STAGING = {"scores", "rejected", "intervals", "model_comparison", "runs"}
 
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
@@ -162,12 +163,14 @@ def test_every_view_builds(out_dir: Path) -> None:
             "headline_em", "rejections_by_reason"} <= set(built)
 
 
-# The rgb_* views select RGB rows only, which these scores lack, and no two models here answered
-# the same question (model_comparison is empty); tests/test_rgb_views.py and
-# tests/test_compare.py check those grains on data that has them.
+# The rgb_* views select RGB rows only, which these scores lack, no two models here answered
+# the same question (model_comparison is empty), and a plain output directory has no store runs;
+# tests/test_rgb_views.py, tests/test_compare.py and tests/test_store.py check those grains on
+# data that has them.
 @pytest.mark.parametrize(
     "view",
-    [v for v in VIEWS if not v.name.startswith("rgb_") and v.name != "model_comparison"],
+    [v for v in VIEWS
+     if not v.name.startswith("rgb_") and v.name not in ("model_comparison", "runs")],
     ids=lambda v: v.name,
 )
 def test_grain_is_unique(out_dir: Path, view: Any) -> None:
@@ -184,7 +187,7 @@ def test_grain_is_unique(out_dir: Path, view: Any) -> None:
 
 def test_dependency_order() -> None:
     names = [view.name for view in VIEWS]
-    assert set(names[:len(STAGING)]) == STAGING
+    assert {view.name for view in VIEWS if not view.depends_on} == STAGING
     for position, view in enumerate(VIEWS):
         assert set(view.depends_on) <= set(names[:position]), view.name
     assert dict((v.name, v.depends_on) for v in VIEWS)["headline"] == ("by_model",)
@@ -195,7 +198,7 @@ def test_sql_files_follow_the_house_style() -> None:
     for view in VIEWS:
         code = re.sub(r"--[^\n]*|'(?:[^']|'')*'", " ", view.sql)
         reads_files = any(
-            name in code for name in ("read_parquet", "eval_data_dir", *OPTIONAL_FILES)
+            name in code for name in ("read_parquet", "eval_data_dir", *SOURCE_MACROS)
         )
         assert reads_files == (view.name in STAGING), view.name
         assert not keywords.search(code), f"{view.name}: keywords are lowercase"
@@ -345,7 +348,7 @@ def test_staging_scores_exposes_the_contract(out_dir: Path) -> None:
     with connect(out_dir) as con:
         described = con.execute("describe scores").fetchall()
     expected = [*KEY_COLUMNS, *REGISTRY, "signature"]
-    assert sorted(name for name, *_ in described) == sorted(expected)
+    assert sorted(name for name, *_ in described) == sorted([*expected, "row_hash", "eval_run"])
     types = {name: kind for name, kind, *_ in described}
     for name in expected:
         assert types[name] == duck_types[SCORES_SCHEMA[name]], name

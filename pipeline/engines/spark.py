@@ -1,0 +1,604 @@
+"""The Spark engine: the single-machine run of :mod:`pipeline.streaming`, step for step, on Spark.
+
+Nothing about metrics is re-implemented here. Every step that touches values runs the same
+Python code as the single-machine engine, called on Arrow data by Spark:
+
+1. Read: each Parquet input on its own (its own columns and dtypes, as
+   :func:`pipeline.io.readers.iter_records` reads it), the config's column mapping applied,
+   ``source`` the path as the caller gave it, ``row_number`` from ``_metadata.row_index``.
+   A missing required column raises the reader's error, before any Spark job runs.
+2. Validate: :func:`pipeline.validate.validate_records` (without its duplicate check, as
+   :func:`pipeline.validate.iter_validated` calls it) on every Arrow batch, through
+   ``mapInArrow``; ``row_hash`` is :func:`pipeline.batch.row_hashes` of the batch.
+3. Duplicate keys in a file: a Spark window (``min(row_number)`` per source and
+   :data:`pipeline.validate.KEY` over the valid rows), as ``streaming._find_duplicates`` does in
+   DuckDB; the reason is :data:`pipeline.validate.DUPLICATE_REASON` and ``raw`` is
+   :func:`pipeline.validate.raw_json` of the input rows, re-read (a semi join on the input),
+   as ``streaming._write_duplicate_raw`` does.
+4. Corpus statistics (a first aggregation): the largest ``references`` list, and TF-IDF
+   document frequencies over the distinct non-null questions and compared responses of the
+   valid records: Spark ``distinct`` over the texts each batch yields, then the words of each
+   text (:func:`pipeline.metrics.tfidf.tfidf_tokens`, once per text) counted by ``groupBy``.
+   :meth:`pipeline.metrics.tfidf.IdfTable.from_frequencies` turns them into the very table the
+   single-machine :class:`~pipeline.metrics.tfidf.DocumentFrequencies` builds.
+5. Score: ``mapInArrow`` with the run's :class:`pipeline.batch.BatchScorer`, shipped once to
+   each executor as a broadcast variable (the IDF table can be large; a broadcast is fetched
+   once per executor and unpickled once per Python worker, where a closure would travel with
+   every task). The embedding model loads lazily, once per Python worker process.
+6. Write the store run (:mod:`pipeline.store` layout) under the store's lock: scores with
+   ``partitionBy("model")``, ``rejected/`` and ``texts/``, then commit the manifest.
+
+Incremental runs reuse a compatible earlier run's scores by ``row_hash`` (a join) and score only
+the rest (an anti join), as ``streaming._split_incremental`` does; when the corpus statistics
+changed (another :meth:`pipeline.batch.CorpusStats.digest`), the corpus-dependent metrics of the
+reused rows are recomputed with :meth:`pipeline.batch.BatchScorer.refresh`.
+
+PySpark is imported lazily: the rest of the package works without the ``spark`` extra.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.batch import (
+    RECORD_BATCH_SCHEMA,
+    ROW_HASH,
+    BatchScorer,
+    CorpusStats,
+    corpus_dependent,
+    row_hashes,
+)
+from pipeline.config import Config
+from pipeline.evaluate import StoreRunSummary
+from pipeline.io.readers import check_file, missing_column_error, source_names
+from pipeline.metrics.registry import compared_response
+from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.metrics.spec import NEEDS_IDF
+from pipeline.schema import (
+    RECORD_SCHEMA,
+    REJECTED_SCHEMA,
+    REQUIRED_COLUMNS,
+    ROW_COLUMN,
+    SOURCE_COLUMN,
+    InputError,
+)
+from pipeline.store import (
+    MODEL_PARTITION,
+    REJECTED_DIR,
+    SCORES_DIR,
+    TEXTS_DIR,
+    Store,
+    build_manifest,
+    new_run_id,
+)
+from pipeline.streaming import TEXT_COLUMNS
+from pipeline.validate import DUPLICATE_REASON, KEY, raw_json, validate_records
+
+if TYPE_CHECKING:
+    from pyspark.broadcast import Broadcast
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+SPARK_EXTRA_HINT = (
+    "the Spark engine needs the optional extra: pip install 'rag-eval-pipeline[spark]' "
+    "(and Java 17)"
+)
+#: Address every local session binds to (driver, block manager, Python workers).
+LOCAL_ADDRESS = "127.0.0.1"
+ENGINE = "spark"
+
+_REASON = "reason"
+_RAW = "raw"
+_FIRST = "__first_row"
+_FIRST_ID = "__first_id"
+_TEXT = "text"
+_WORD = "word"
+_DOCS = "docs"
+
+
+class SparkUnavailableError(ImportError):
+    """PySpark (or the Java it runs on) is not installed."""
+
+
+def _pyspark() -> Any:
+    try:
+        import pyspark.sql
+    except ImportError as exc:
+        raise SparkUnavailableError(SPARK_EXTRA_HINT) from exc
+    return pyspark.sql
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+def local_session(
+    master: str = "local[2]", app_name: str = "rag-eval", shuffle_partitions: int = 4
+) -> SparkSession:
+    """A Spark session in local mode bound to 127.0.0.1, UI off, Arrow on, logs quiet.
+
+    ``SPARK_LOCAL_IP`` is set before the JVM starts; the Python workers run this interpreter
+    unless ``PYSPARK_PYTHON`` says otherwise. Column names are case-sensitive, as in the
+    single-machine readers.
+    """
+    sql = _pyspark()
+    os.environ["SPARK_LOCAL_IP"] = LOCAL_ADDRESS
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session = (
+        sql.SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.driver.bindAddress", LOCAL_ADDRESS)
+        .config("spark.driver.host", LOCAL_ADDRESS)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum",
+                str(shuffle_partitions))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.caseSensitive", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+# --- Arrow batch functions (run on the executors) -----------------------------------------------
+
+
+def _arrow_schema(schema: dict[str, pl.DataType]) -> pa.Schema:
+    return pl.DataFrame(schema=schema).to_arrow().schema
+
+
+def _spark_types(schema: pa.Schema) -> tuple[StructType, pa.Schema]:
+    """The Spark type of an Arrow schema, and the Arrow schema Spark sends and expects back.
+
+    Spark has no large (64-bit offset) types, so polars' ``large_string`` and ``large_list``
+    travel as ``string`` and ``list``: the values are the same.
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    struct = from_arrow_schema(schema)
+    return struct, to_arrow_schema(struct)
+
+
+def _to_batches(table: pa.Table, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    yield from table.select(target.names).cast(target).to_batches()
+
+
+#: What validation hands on: records, ``row_hash``, and (on rejected rows only) reason and raw.
+VALIDATED_SCHEMA: dict[str, pl.DataType] = {
+    **RECORD_BATCH_SCHEMA, ROW_HASH: pl.Binary(), _REASON: pl.String(), _RAW: pl.String(),
+}
+
+
+@dataclass(frozen=True)
+class _Validate:
+    """``mapInArrow`` function: batches of one input file -> :func:`validate_records` (without
+    the duplicate check, which needs the whole file), both outcomes in one schema.
+
+    Valid rows carry the canonical record and ``row_hash`` (reason null); rejected rows carry
+    ``source``, ``row_number``, ``id``, ``reason`` and ``raw`` (the rest null).
+    """
+
+    config: Config
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            if frame.height == 0:
+                continue
+            checked = validate_records(
+                frame, frame[SOURCE_COLUMN][0], self.config, check_duplicates=False
+            )
+            records = checked.records.with_columns(row_hashes(checked.records))
+            both = pl.concat([records, checked.rejected], how="diagonal")
+            yield from _to_batches(both.to_arrow(), self.target)
+
+
+@dataclass(frozen=True)
+class _DuplicateRejections:
+    """``mapInArrow`` function: input rows of one file whose key an earlier row holds (with
+    ``__first_id`` and ``__first_row`` joined) -> rejected rows, with
+    :data:`DUPLICATE_REASON` and the :func:`raw_json` of the row as read."""
+
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            if frame.height == 0:
+                continue
+            rows = frame.drop(_FIRST_ID, _FIRST)
+            rejected = frame.select(
+                SOURCE_COLUMN,
+                ROW_COLUMN,
+                pl.col(_FIRST_ID).alias("id"),
+                pl.format(DUPLICATE_REASON, pl.col(_FIRST_ID), pl.col(_FIRST)).alias(_REASON),
+            ).with_columns(raw_json(rows, rows[SOURCE_COLUMN][0]).alias(_RAW))
+            yield from _to_batches(rejected.to_arrow(), self.target)
+
+
+@dataclass(frozen=True)
+class _CorpusTexts:
+    """``mapInArrow`` function: valid records -> the distinct non-null questions and compared
+    responses of each batch (the texts :class:`pipeline.batch.CorpusStatsBuilder` counts)."""
+
+    config: Config
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            texts = (
+                frame.select(
+                    pl.concat_list(pl.col("question"), compared_response(self.config))
+                    .alias(_TEXT)
+                )
+                .explode(_TEXT)
+                .drop_nulls()
+                .unique()
+            )
+            yield from _to_batches(texts.to_arrow(), self.target)
+
+
+@dataclass(frozen=True)
+class _DocumentWords:
+    """``mapInArrow`` function: distinct texts -> per-batch document counts of each word, plus
+    one row with a null word counting the batch's texts (summed, that is ``n_documents``).
+
+    Words are :func:`pipeline.metrics.tfidf.tfidf_tokens`, each counted once per text, as in
+    :meth:`pipeline.metrics.tfidf.DocumentFrequencies.add`.
+    """
+
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pipeline.metrics.tfidf import tfidf_tokens
+
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            counts = (
+                frame.select(tfidf_tokens(pl.col(_TEXT)).list.unique().alias(_WORD))
+                .explode(_WORD)
+                .drop_nulls()
+                .group_by(_WORD)
+                .agg(pl.len().cast(pl.Int64).alias(_DOCS))
+            )
+            total = pl.DataFrame(
+                {_WORD: [None], _DOCS: [frame.height]}, schema={_WORD: pl.String, _DOCS: pl.Int64}
+            )
+            yield from _to_batches(pl.concat([counts, total]).to_arrow(), self.target)
+
+
+@dataclass(frozen=True)
+class _BroadcastScorer:
+    """``mapInArrow`` function: the broadcast :class:`BatchScorer`, its batches cast to the
+    Arrow types Spark expects."""
+
+    scorer: Broadcast[BatchScorer]
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for scored in self.scorer.value(batches):
+            yield from _to_batches(pa.Table.from_batches([scored]), self.target)
+
+
+@dataclass(frozen=True)
+class _BroadcastRefresh:
+    """``mapInArrow`` function: reused rows (record and earlier scores) -> their scores, the
+    ``stale`` metrics recomputed (:meth:`BatchScorer.refresh`), as the streaming engine does."""
+
+    scorer: Broadcast[BatchScorer]
+    stale: tuple[str, ...]
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            if frame.height:
+                fresh = self.scorer.value.refresh(frame, self.stale)
+                yield from _to_batches(fresh.to_arrow(), self.target)
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Input:
+    source: str
+    #: Column in the file -> canonical name, in canonical order.
+    renames: dict[str, str]
+
+
+def _plan_input(path: Path | str, config: Config) -> _Input:
+    """Check one input on the driver as :func:`pipeline.io.readers.iter_records` does: the same
+    errors (file, format, missing required column, no records) with the same messages."""
+    source = os.fspath(path)
+    if Path(source).suffix.lower() != ".parquet":
+        raise InputError(
+            f"{source}: the Spark engine reads Parquet inputs only; convert the file "
+            "(python -m pipeline export) or use the single-machine engine"
+        )
+    check_file(Path(source), source)
+    try:
+        handle = pq.ParquetFile(source)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
+    available = handle.schema_arrow.names
+    wanted = source_names(config)
+    for column in REQUIRED_COLUMNS:
+        if wanted.get(column) not in set(available):
+            raise missing_column_error(column, source, available, config)
+    if handle.metadata.num_rows == 0:
+        raise InputError(f"{source}: the file contains no records")
+    renames = {src: name for name, src in wanted.items() if src in set(available)}
+    ordered = {src: name for name in RECORD_SCHEMA for src, n in renames.items() if n == name}
+    return _Input(source=source, renames=ordered)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _read_input(spark: SparkSession, item: _Input) -> DataFrame:
+    """One file's canonical columns (as read), ``source`` and ``row_number``."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.parquet(item.source)
+    return frame.select(
+        *(F.col(_quoted(src)).alias(name) for src, name in item.renames.items()),
+        F.lit(item.source).alias(SOURCE_COLUMN),
+        F.col("_metadata.row_index").cast("long").alias(ROW_COLUMN),
+    )
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+#: What a Spark run returns: the single-machine store run's summary, so callers (the CLI) treat
+#: both engines alike.
+SparkRunSummary = StoreRunSummary
+
+
+def evaluate_spark(
+    inputs: Sequence[Path],
+    store_root: Path,
+    config: Config,
+    *,
+    spark: SparkSession | None = None,
+    master: str = "local[2]",
+    run_id: str | None = None,
+    lock_wait: float = 0.0,
+    force: bool = False,
+) -> StoreRunSummary:
+    """Evaluate Parquet ``inputs`` on Spark into a run of the results store at ``store_root``.
+
+    The Spark counterpart of :func:`pipeline.evaluate.evaluate_to_store`: the same scores,
+    rejected rows, texts and manifest fields (``engine`` is ``"spark"``). Without ``spark``, a
+    :func:`local_session` on ``master`` is started and stopped (for a cluster, pass the session
+    ``spark-submit`` created). Unless ``force``, rows whose ``row_hash`` the newest compatible
+    run (same signature and metrics) scored are copied from it. The store's views are rebuilt
+    after the commit.
+    """
+    _pyspark()
+    if not inputs:
+        raise InputError("no inputs to evaluate")
+    specs = resolve_metrics(config.metrics)
+    metrics = tuple(spec.name for spec in specs)
+    plans = [_plan_input(path, config) for path in inputs]
+    store = Store(Path(store_root))
+    manifest = build_manifest(list(inputs), config, metrics, engine=ENGINE)
+    session = spark if spark is not None else local_session(master)
+    try:
+        with store.lock(lock_wait):
+            previous = None if force else store.latest_compatible(config.signature(), metrics)
+            staged = store.begin(run_id or new_run_id(), manifest)
+            try:
+                if previous is not None:
+                    log.info("reusing unchanged rows of run %s", previous["run_id"])
+                counts, digest = _run(
+                    session, plans, config, specs, staged.dir,
+                    store.run_dir(previous["run_id"]) if previous else None,
+                    previous.get("corpus_digest") if previous else None,
+                )
+                run_dir = staged.commit(
+                    counts=counts, reused_from=previous["run_id"] if previous else None,
+                    corpus_digest=digest,
+                )
+            except BaseException as exc:
+                staged.abort(f"{type(exc).__name__}: {exc}")
+                raise
+            from pipeline.views import build_views
+
+            build_views(store.root)
+    finally:
+        if spark is None:
+            session.stop()
+    return StoreRunSummary(
+        run_id=staged.run_id, run_dir=run_dir, n_read=counts["read"], n_scored=counts["scored"],
+        n_reused=counts["reused"], n_rejected=counts["rejected"], metrics=metrics,
+        reused_from=previous["run_id"] if previous else None,
+    )
+
+
+def _run(
+    spark: SparkSession,
+    plans: Sequence[_Input],
+    config: Config,
+    specs: Sequence[Any],
+    run_dir: Path,
+    previous_run: Path | None,
+    previous_corpus: str | None,
+) -> tuple[dict[str, int], str | None]:
+    """Write scores, rejected rows and texts into ``run_dir``; return the counts and the
+    corpus digest."""
+    from pyspark import StorageLevel
+    from pyspark.sql import DataFrame, Window
+    from pyspark.sql import functions as F
+
+    # Pass 1: validation of each file's batches, cached (every later step reads it).
+    validated_struct, validated_arrow = _spark_types(_arrow_schema(VALIDATED_SCHEMA))
+    validate = _Validate(config, validated_arrow)
+    inputs = {plan.source: _read_input(spark, plan) for plan in plans}
+    validated = functools.reduce(
+        DataFrame.unionByName,
+        (frame.mapInArrow(validate, validated_struct) for frame in inputs.values()),
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    records = validated.filter(F.col(_REASON).isNull()).drop(_REASON, _RAW)
+
+    # Duplicate keys in a file: the first row_number of each key wins.
+    window = Window.partitionBy(SOURCE_COLUMN, *KEY)
+    marked = records.withColumn(_FIRST, F.min(ROW_COLUMN).over(window)).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    kept = marked.filter(F.col(ROW_COLUMN) == F.col(_FIRST)).drop(_FIRST)
+    duplicates = marked.filter(F.col(ROW_COLUMN) != F.col(_FIRST)).select(
+        SOURCE_COLUMN, ROW_COLUMN, F.col("id").alias(_FIRST_ID), _FIRST
+    )
+    broadcast = None
+    try:
+        row = validated.agg(
+            F.count(F.lit(1)).alias("read"),
+            F.count(_REASON).alias("invalid"),
+            F.max(F.when(F.col(_REASON).isNull(), F.size("references"))).alias("longest"),
+        ).first()
+        assert row is not None
+        n_read, n_invalid = int(row["read"]), int(row["invalid"])
+        n_duplicates = duplicates.count()
+        stats = _corpus_stats(records, config, specs, int(row["longest"] or 0))
+        log.info(
+            "pass 1: %d rows read, %d valid, %d duplicate keys", n_read, n_read - n_invalid,
+            n_duplicates,
+        )
+
+        rejected_struct, rejected_arrow = _spark_types(_arrow_schema(REJECTED_SCHEMA))
+        rejected = validated.filter(F.col(_REASON).isNotNull()).select(*REJECTED_SCHEMA)
+        if n_duplicates:
+            found = duplicates.persist(StorageLevel.MEMORY_AND_DISK)
+            for frame in inputs.values():
+                again = frame.join(found, on=[SOURCE_COLUMN, ROW_COLUMN], how="inner")
+                rejected = rejected.unionByName(
+                    again.mapInArrow(_DuplicateRejections(rejected_arrow), rejected_struct)
+                )
+        order = {plan.source: position for position, plan in enumerate(plans)}
+        position = F.element_at(
+            F.create_map(*(F.lit(x) for item in order.items() for x in item)),
+            F.col(SOURCE_COLUMN),
+        )
+        _write(rejected.orderBy(position, ROW_COLUMN), run_dir / REJECTED_DIR)
+        _write(kept.select(*TEXT_COLUMNS), run_dir / TEXTS_DIR)
+
+        scorer = BatchScorer.for_config(config, stats, specs)
+        scores_struct, scores_arrow = _spark_types(scorer.output_schema)
+        to_score = kept.select(*RECORD_BATCH_SCHEMA, ROW_HASH)
+        broadcast = spark.sparkContext.broadcast(scorer)
+        scores = None
+        n_reused = 0
+        if previous_run is not None:
+            to_score, reused = _split_incremental(spark, to_score, previous_run, scorer)
+            stale = () if stats.digest() == previous_corpus else corpus_dependent(scorer.specs)
+            if stale:
+                log.info("corpus statistics changed: recomputing %s on reused rows",
+                         ", ".join(stale))
+            reused = reused.persist(StorageLevel.MEMORY_AND_DISK)
+            n_reused = reused.count()
+            scores = reused.mapInArrow(
+                _BroadcastRefresh(broadcast, tuple(stale), scores_arrow), scores_struct
+            )
+        fresh = to_score.mapInArrow(_BroadcastScorer(broadcast, scores_arrow), scores_struct)
+        scores = fresh if scores is None else fresh.unionByName(scores)
+        _write(scores, run_dir / SCORES_DIR, partition_by=MODEL_PARTITION)
+    finally:
+        if broadcast is not None:
+            broadcast.unpersist()
+        spark.catalog.clearCache()
+    n_rejected = n_invalid + n_duplicates
+    n_scored = n_read - n_rejected - n_reused
+    log.info("%d rows scored, %d reused, %d rejected", n_scored, n_reused, n_rejected)
+    counts = {"read": n_read, "scored": n_scored, "reused": n_reused, "rejected": n_rejected}
+    return counts, stats.digest()
+
+
+def _corpus_stats(
+    records: DataFrame, config: Config, specs: Sequence[Any], longest: int
+) -> CorpusStats:
+    """The first aggregation: candidates, and document frequencies over distinct texts."""
+    from pyspark.sql import functions as F
+
+    n_candidates = max(1, 1 + max(longest, 0))
+    if NEEDS_IDF not in {need for spec in specs for need in spec.needs}:
+        return CorpusStats(n_candidates=n_candidates)
+    from pipeline.metrics.tfidf import IdfTable
+
+    text_struct, text_arrow = _spark_types(_arrow_schema({_TEXT: pl.String()}))
+    word_struct, word_arrow = _spark_types(_arrow_schema({_WORD: pl.String(), _DOCS: pl.Int64()}))
+    frequencies = (
+        records.select("question", "response")
+        .mapInArrow(_CorpusTexts(config, text_arrow), text_struct)
+        .distinct()
+        .mapInArrow(_DocumentWords(word_arrow), word_struct)
+        .groupBy(_WORD)
+        .agg(F.sum(_DOCS).cast("long").alias(_DOCS))
+    )
+    table = pl.from_arrow(frequencies.toArrow())
+    assert isinstance(table, pl.DataFrame)
+    totals = table.filter(pl.col(_WORD).is_null())[_DOCS]
+    n_documents = int(totals[0]) if len(totals) else 0
+    words = table.filter(pl.col(_WORD).is_not_null()).rename({_DOCS: "df"})
+    log.info("corpus: %d distinct texts, %d words", n_documents, words.height)
+    idf = IdfTable.from_frequencies(words, n_documents)
+    return CorpusStats(n_candidates=n_candidates, idf=idf)
+
+
+def _split_incremental(
+    spark: SparkSession, kept: DataFrame, previous_run: Path, scorer: BatchScorer
+) -> tuple[DataFrame, DataFrame]:
+    """(records to score, reused rows): records whose ``row_hash`` the previous run scored,
+    with its scores (its first row per hash by source and row_number; metrics named like
+    record columns replace them), as ``streaming._split_incremental``; the others to score."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    first = Window.partitionBy(ROW_HASH).orderBy(SOURCE_COLUMN, ROW_COLUMN)
+    previous = (
+        spark.read.parquet(str(previous_run / SCORES_DIR))
+        .withColumn("__rank", F.row_number().over(first))
+        .filter(F.col("__rank") == 1)
+        .select(ROW_HASH, *scorer.metrics, "signature")
+    )
+    shadowed = [name for name in scorer.metrics if name in RECORD_BATCH_SCHEMA]
+    reused = kept.drop(*shadowed).join(previous, on=ROW_HASH, how="inner")
+    return kept.join(previous.select(ROW_HASH), on=ROW_HASH, how="left_anti"), reused
+
+
+def _write(frame: DataFrame, target: Path, partition_by: str | None = None) -> None:
+    """Parquet (zstd) under ``target``; Spark's ``_SUCCESS`` and ``.crc`` files are removed so
+    the directory holds what the single-machine engine writes: Parquet files only."""
+    writer = frame.write.mode("errorifexists").option("compression", "zstd")
+    if partition_by is not None:
+        writer = writer.partitionBy(partition_by)
+    writer.parquet(str(target))
+    for path in target.rglob("*"):
+        if path.name == "_SUCCESS" or (path.name.startswith(".") and path.suffix == ".crc"):
+            path.unlink()

@@ -1,0 +1,296 @@
+"""The results store: incremental re-scoring, atomic commits, crash safety and the write lock.
+
+The kill test runs the CLI in a child process and SIGKILLs it at seeded random moments; the
+store must stay readable with every committed run intact and no partial run visible, and the
+next run must clean up and succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipeline.batch import BatchScorer
+from pipeline.cli import EXIT_BUSY, main
+from pipeline.config import Config
+from pipeline.evaluate import evaluate, evaluate_to_store
+from pipeline.store import (
+    FAILED_DIR,
+    MANIFEST_FILE,
+    STAGING_DIR,
+    Store,
+    StoreBusyError,
+    partition_dir,
+)
+from pipeline.views import run_query
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "sample" / "records.parquet"
+METRICS = ("answer", "citation", "lexical", "relevance")
+CONFIG = Config(embedding_backend="hashed", metrics=METRICS)
+
+
+def run_scores(run_dir: Path) -> pl.DataFrame:
+    """A committed run's scores with ``model`` from the partition directories."""
+    return pl.read_parquet(
+        run_dir / "scores", hive_partitioning=True, hive_schema={"model": pl.String}
+    ).sort("source", "row_number")
+
+
+def flat_scores(records: Path, out: Path, config: Config = CONFIG) -> pl.DataFrame:
+    evaluate([records], out, config, stats=False, build_db=False)
+    return pl.read_parquet(out / "scores.parquet").sort("source", "row_number")
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    path = tmp_path / "records.parquet"
+    pl.read_parquet(SAMPLE).write_parquet(path)
+    return path
+
+
+def change_one_percent(path: Path) -> int:
+    frame = pl.read_parquet(path)
+    changed = pl.int_range(pl.len()) % 100 == 7
+    frame.with_columns(
+        pl.when(changed).then(pl.col("response") + " Also, see above.").otherwise("response")
+        .alias("response")
+    ).write_parquet(path)
+    return int(frame.select(changed.sum()).item())
+
+
+# --- incremental ---------------------------------------------------------------------------------
+
+
+def test_rerun_scores_nothing_and_changed_rows_only(records: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    first = evaluate_to_store([records], store, CONFIG, run_id="day1", stats=False)
+    assert (first.n_scored, first.n_reused, first.reused_from) == (1650, 0, None)
+
+    again = evaluate_to_store([records], store, CONFIG, run_id="day2", stats=False)
+    assert (again.n_scored, again.n_reused, again.reused_from) == (0, 1650, "day1")
+    assert run_scores(again.run_dir).equals(run_scores(first.run_dir))
+
+    n_changed = change_one_percent(records)
+    assert n_changed == 17
+    third = evaluate_to_store([records], store, CONFIG, run_id="day3", stats=False)
+    assert (third.n_scored, third.n_reused) == (17, 1633)
+    # Reused rows included, the run equals a fresh run on the changed file: the corpus-level
+    # tfidf_relevance of reused rows was recomputed because the corpus changed.
+    fresh = flat_scores(records, tmp_path / "flat")
+    assert run_scores(third.run_dir).select(fresh.columns).equals(fresh)
+
+    forced = evaluate_to_store([records], store, CONFIG, run_id="day4", force=True, stats=False)
+    assert (forced.n_scored, forced.n_reused) == (1650, 0)
+    assert run_scores(forced.run_dir).equals(run_scores(third.run_dir))
+
+
+def test_other_settings_are_never_reused(records: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    evaluate_to_store([records], store, CONFIG, run_id="a", stats=False)
+    other = Config(embedding_backend="hashed", metrics=METRICS, rouge_stemmer=True)
+    assert evaluate_to_store([records], store, other, run_id="b", stats=False).n_reused == 0
+    fewer = Config(embedding_backend="hashed", metrics=("answer",))
+    assert evaluate_to_store([records], store, fewer, run_id="c", stats=False).n_reused == 0
+
+
+def test_manifest_records_inputs_config_counts_and_times(records: Path, tmp_path: Path) -> None:
+    summary = evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
+    manifest = json.loads((summary.run_dir / MANIFEST_FILE).read_text())
+    assert manifest["status"] == "committed"
+    assert manifest["run_id"] == "r1"
+    assert manifest["inputs"][0]["path"] == str(records)
+    assert len(manifest["inputs"][0]["sha256"]) == 64
+    assert manifest["signature"] == CONFIG.signature()
+    assert manifest["config"]["rouge_stemmer"] is False
+    assert manifest["counts"] == {"read": 1650, "scored": 1650, "reused": 0, "rejected": 0}
+    assert manifest["started_at"] <= manifest["finished_at"]
+    assert manifest["engine"] == "local"
+
+
+def test_layout_is_hive_partitioned_by_run_and_model(records: Path, tmp_path: Path) -> None:
+    summary = evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
+    models = sorted(p.name for p in (summary.run_dir / "scores").iterdir())
+    assert models == ["model=atlas-7b", "model=borealis-13b", "model=cirrus-70b"]
+    assert summary.run_dir.name == "eval_run=r1"
+    assert partition_dir("model", "org/name v2") == "model=org%2Fname%20v2"
+    assert partition_dir("model", None) == "model=__HIVE_DEFAULT_PARTITION__"
+    glob = f"{tmp_path}/s/eval_run=*/scores/model=*/*.parquet"
+    found = duckdb.sql(
+        f"select eval_run, model, count(*) from read_parquet('{glob}', hive_partitioning = true) "
+        "group by all order by model"
+    ).fetchall()
+    assert found == [("r1", m, 550) for m in ("atlas-7b", "borealis-13b", "cirrus-70b")]
+
+
+def test_views_read_the_chosen_run(records: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    evaluate_to_store([records], store, CONFIG, run_id="r1", stats=False)
+    evaluate_to_store([records], store, Config(embedding_backend="hashed", metrics=("answer",)),
+                      run_id="r2", stats=False)
+    runs = run_query(store, "select eval_run, n_scored from runs")
+    assert runs.rows() == [("r2", 1650), ("r1", 1650)]
+    latest = run_query(store, "select eval_run, count(*) as n from scores group by all")
+    assert latest.rows() == [("r2", 1650)]
+    both = run_query(store, "select eval_run, count(*) as n from scores group by all "
+                            "order by eval_run", run="all")
+    assert both.rows() == [("r1", 1650), ("r2", 1650)]
+    assert run_query(store, "select model, n from by_model order by model", run="r1")[
+        "n"].to_list() == [550, 550, 550]
+
+
+def test_run_ids_are_checked(records: Path, tmp_path: Path) -> None:
+    from pipeline.schema import InputError
+
+    evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
+    with pytest.raises(InputError, match="already committed"):
+        evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
+    with pytest.raises(InputError, match="not valid"):
+        evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="../x", stats=False)
+
+
+# --- atomicity -----------------------------------------------------------------------------------
+
+
+def test_a_failing_run_leaves_no_partial_run(
+    records: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "s"
+    good = evaluate_to_store([records], store, CONFIG, run_id="good", stats=False, force=True)
+    before = run_scores(good.run_dir)
+    calls = {"n": 0}
+    original = BatchScorer.score_frame
+
+    def failing(self: BatchScorer, frame: pl.DataFrame) -> pl.DataFrame:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk on fire")
+        return original(self, frame)
+
+    monkeypatch.setattr(BatchScorer, "score_frame", failing)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        evaluate_to_store([records], store, CONFIG, run_id="bad", stats=False, force=True,
+                          batch_rows=300)
+    assert not (store / "eval_run=bad").exists()
+    assert list((store / STAGING_DIR).iterdir()) == []
+    failed = json.loads(next((store / FAILED_DIR).glob("bad.*.json")).read_text())
+    assert failed["status"] == "failed"
+    assert "disk on fire" in failed["error"]
+    assert run_scores(good.run_dir).equals(before)
+    assert run_query(store, "select eval_run from runs").rows() == [("good",)]
+
+
+def _cli(store: Path, records: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "pipeline", "evaluate", "--input", str(records), "--store",
+        str(store), "--metrics", ",".join(METRICS), "--embedding-backend", "hashed",
+        "--no-stats", "--no-progress", "--batch-rows", "200", *extra,
+    ]
+
+
+def _check_store(store: Path) -> list[str]:
+    """Every committed run complete and readable; no partial run visible. Returns run ids."""
+    committed = sorted(p.name.removeprefix("eval_run=") for p in store.glob("eval_run=*"))
+    for run in committed:
+        manifest = json.loads((store / f"eval_run={run}" / MANIFEST_FILE).read_text())
+        assert manifest["status"] == "committed"
+        counts = manifest["counts"]
+        scores = run_scores(store / f"eval_run={run}")
+        assert scores.height == counts["scored"] + counts["reused"] == 1650
+    if committed:
+        listed = run_query(store, "select eval_run from runs order by eval_run")
+        assert listed["eval_run"].to_list() == committed
+    return committed
+
+
+def test_sigkill_at_random_moments_never_corrupts_the_store(records: Path, tmp_path: Path) -> None:
+    bigger = tmp_path / "bigger.parquet"
+    frame = pl.read_parquet(records)
+    frame.write_parquet(bigger)
+    store = tmp_path / "store"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = time.monotonic()
+    subprocess.run(_cli(store, bigger, "--run-id", "base"), check=True, env=env,
+                   capture_output=True)
+    duration = time.monotonic() - started
+    assert _check_store(store) == ["base"]
+    rng = random.Random(20261122)
+    for attempt in range(6):
+        # --force: every attempt scores all rows, so kills land in scoring as well as in set-up
+        child = subprocess.Popen(
+            _cli(store, bigger, "--run-id", f"k{attempt}", "--force"), env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.2, duration * 1.1))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        committed = _check_store(store)
+        assert "base" in committed
+        assert set(committed) <= {"base", *(f"k{i}" for i in range(attempt + 1))}
+    # The next invocation takes the lock, removes what the killed runs left and commits.
+    done = subprocess.run(_cli(store, bigger, "--run-id", "after"), env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "after" in _check_store(store)
+    assert list((store / STAGING_DIR).iterdir()) == []
+
+
+# --- concurrency ---------------------------------------------------------------------------------
+
+
+def test_a_second_writer_fails_clearly_or_waits(records: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(tmp_path / "s")
+    args = ["evaluate", "--input", str(records), "--store", str(store.root), "--metrics",
+            "answer", "--embedding-backend", "hashed", "--no-stats", "--no-progress"]
+    with store.lock():
+        assert main([*args, "--run-id", "loser"]) == EXIT_BUSY
+        assert "is locked by another run (pid" in capsys.readouterr().err
+        with pytest.raises(StoreBusyError, match="locked"):
+            evaluate_to_store([records], store.root, CONFIG, run_id="x", lock_wait=0.3)
+    assert not (store.root / "eval_run=loser").exists()
+
+    lock_held = threading.Event()
+
+    def hold() -> None:
+        with store.lock():
+            lock_held.set()
+            time.sleep(1.5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    lock_held.wait()
+    assert main([*args, "--run-id", "waiter", "--lock-wait", "60"]) == 0
+    holder.join()
+    assert (store.root / "eval_run=waiter" / MANIFEST_FILE).is_file()
+
+
+def test_two_runs_started_together_both_commit_whole(records: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    children = [
+        subprocess.Popen(_cli(store, records, "--run-id", name, "--lock-wait", "300"), env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for name in ("left", "right")
+    ]
+    for child in children:
+        _, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+    assert _check_store(store) == ["left", "right"]
+    manifests = [json.loads((store / f"eval_run={n}" / MANIFEST_FILE).read_text())
+                 for n in ("left", "right")]
+    # serialised by the lock: one ran first and the other reused all of its rows
+    assert sorted(m["counts"]["reused"] for m in manifests) == [0, 1650]
+    first, second = sorted(manifests, key=lambda m: m["started_at"])
+    assert first["finished_at"] <= second["started_at"]
