@@ -284,7 +284,11 @@ def _source_macros(out_dir: Path) -> dict[str, str]:
 
     manifests = _literal(f"{root}/{_RUN}=*/{_MANIFEST}")
     macros = {
-        "manifests_file": f"select * from read_json({manifests}, columns = {_MANIFEST_COLUMNS})",
+        "manifests_file": (
+            "select * exclude (counts), counts.read as n_read, counts.scored as n_scored, "
+            "counts.reused as n_reused, counts.rejected as n_rejected "
+            f"from read_json({manifests}, columns = {_MANIFEST_COLUMNS})"
+        ),
         "scores_file": runs_of("scores/model=*/*.parquet"),
         "rejected_file": runs_of("rejected/*.parquet"),
     }

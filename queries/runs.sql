@@ -15,7 +15,10 @@ contract as (
         cast(null as varchar) as finished_at,
         cast(null as varchar) as signature,
         cast(null as varchar) as reused_from,
-        cast(null as struct(read bigint, scored bigint, reused bigint, rejected bigint)) as counts
+        cast(null as bigint) as n_read,
+        cast(null as bigint) as n_scored,
+        cast(null as bigint) as n_reused,
+        cast(null as bigint) as n_rejected
     where false
 ),
 
@@ -32,10 +35,10 @@ final as (
         t.engine,
         cast(t.started_at as timestamptz) as started_at,
         cast(t.finished_at as timestamptz) as finished_at,
-        t.counts.read as n_read,
-        t.counts.scored as n_scored,
-        t.counts.reused as n_reused,
-        t.counts.rejected as n_rejected,
+        t.n_read,
+        t.n_scored,
+        t.n_reused,
+        t.n_rejected,
         t.reused_from,
         t.signature
     from typed as t
