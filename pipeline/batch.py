@@ -1,8 +1,9 @@
 """The engine-neutral scoring function: Arrow record batches in, Arrow record batches out.
 
-Every engine runs the same code. The single-machine driver (:mod:`pipeline.evaluate`) feeds it
-batches of one file; Spark calls it through ``DataFrame.mapInArrow`` (:mod:`pipeline.engines.spark`);
-Ray Data could call it through ``map_batches(batch_format="pyarrow")``.
+Every engine runs the same code. The single-machine driver (:mod:`pipeline.streaming`) feeds it
+batches of one file; Spark calls it through ``DataFrame.mapInArrow``
+(:mod:`pipeline.engines.spark`); Ray Data could call it through
+``map_batches(batch_format="pyarrow")`` (docs/distributed.md).
 
 A run has two passes. The first accumulates :class:`CorpusStats` (TF-IDF document frequencies over
 distinct questions and compared responses, and the candidate count) with

@@ -9,11 +9,12 @@ traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -224,8 +225,6 @@ def _require_inputs(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate
 
     _require_inputs(args)
@@ -234,13 +233,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         return _evaluate_store(args, config)
     if args.run_id or args.force or args.lock_wait:
         raise ConfigError("--run-id, --force and --lock-wait apply to --store runs only")
-    with tqdm(unit="rows", desc="scoring", disable=True if args.no_progress else None,
-              file=sys.stderr) as bar:
+    with _progress_bars(args.no_progress) as progress:
         summary = evaluate(
             args.input, args.out, config,
             pairs=[tuple(p) for p in args.pair],
             batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
-            on_batch=bar.update,
+            on_progress=progress,
             resamples=args.resamples,
             seed=args.seed,
             stats=not args.no_stats,
@@ -259,6 +257,26 @@ def _evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def _progress_bars(hidden: bool) -> Iterator[Callable[[str, int], None]]:
+    """One tqdm bar per stage of a run (reading, scoring) on stderr, shown on a terminal only."""
+    from tqdm import tqdm
+
+    bars: dict[str, Any] = {}
+
+    def update(stage: str, rows: int) -> None:
+        if stage not in bars:
+            bars[stage] = tqdm(unit="rows", desc=stage, disable=True if hidden else None,
+                               file=sys.stderr, unit_scale=True)
+        bars[stage].update(rows)
+
+    try:
+        yield update
+    finally:
+        for bar in bars.values():
+            bar.close()
+
+
 def _print_headline(directory: Path) -> None:
     from pipeline.views import run_query
 
@@ -274,8 +292,6 @@ def _print_headline(directory: Path) -> None:
 
 
 def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
-    from tqdm import tqdm
-
     from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate_to_store
 
     if args.store is None:
@@ -293,12 +309,11 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
             lock_wait=args.lock_wait, force=args.force,
         )
     else:
-        with tqdm(unit="rows", desc="scoring", disable=True if args.no_progress else None,
-                  file=sys.stderr) as bar:
+        with _progress_bars(args.no_progress) as progress:
             summary = evaluate_to_store(
                 args.input, args.store, config, run_id=args.run_id, force=args.force,
                 lock_wait=args.lock_wait, pairs=[tuple(p) for p in args.pair],
-                batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS, on_batch=bar.update,
+                batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS, on_progress=progress,
                 resamples=args.resamples, seed=args.seed, stats=not args.no_stats,
             )
     print(

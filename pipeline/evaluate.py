@@ -130,7 +130,7 @@ def evaluate(
     *,
     pairs: Sequence[tuple[Path, Path]] = (),
     batch_rows: int = DEFAULT_BATCH_ROWS,
-    on_batch: Callable[[int], None] | None = None,
+    on_progress: Callable[[str, int], None] | None = None,
     build_db: bool = True,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -139,10 +139,11 @@ def evaluate(
     """Read, validate and score ``inputs``; write scores, rejections, statistics and the views.
 
     Streams in batches (:mod:`pipeline.streaming`), so memory does not grow with the input.
-    Every output is written atomically. ``on_batch`` is called with the number of rows of each
-    scored batch (the CLI drives a progress bar with it). ``resamples`` and ``seed`` drive the
-    bootstrap intervals and paired comparisons of :func:`pipeline.stats.write_stats`, which
-    ``stats=False`` skips (they hold every score in memory).
+    Every output is written atomically. ``on_progress(stage, rows)`` reports rows read
+    (``"reading"``) and scored (``"scoring"``); the CLI drives its progress bars with it.
+    ``resamples`` and ``seed`` drive the bootstrap intervals and paired comparisons of
+    :func:`pipeline.stats.write_stats`, which ``stats=False`` skips (they hold every score in
+    memory).
     """
     specs = resolve_metrics(config.metrics)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -151,14 +152,14 @@ def evaluate(
         atomic_path(out_dir / SCORES_FILE) as scores_tmp,
         atomic_path(out_dir / REJECTED_FILE) as rejected_tmp,
         atomic_path(out_dir / TEXTS_FILE) as texts_tmp,
+        pq.ParquetWriter(scores_tmp, schema, compression="zstd") as writer,
     ):
-        with pq.ParquetWriter(scores_tmp, schema, compression="zstd") as writer:
-            result, _ = stream_scores(
-                inputs, pairs, config, specs,
-                work_dir=out_dir / f".work-{uuid.uuid4().hex[:8]}",
-                sink=writer, rejected_target=rejected_tmp, texts_target=texts_tmp,
-                batch_rows=batch_rows, on_batch=on_batch,
-            )
+        result, _ = stream_scores(
+            inputs, pairs, config, specs,
+            work_dir=out_dir / f".work-{uuid.uuid4().hex[:8]}",
+            sink=writer, rejected_target=rejected_tmp, texts_target=texts_tmp,
+            batch_rows=batch_rows, on_progress=on_progress,
+        )
     log.info(
         "read %d rows: %d scored, %d rejected; %d metrics", result.n_read, result.n_scored,
         result.n_rejected, len(specs),
@@ -202,7 +203,7 @@ def evaluate_to_store(
     lock_wait: float = 0.0,
     pairs: Sequence[tuple[Path, Path]] = (),
     batch_rows: int = DEFAULT_BATCH_ROWS,
-    on_batch: Callable[[int], None] | None = None,
+    on_progress: Callable[[str, int], None] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     stats: bool = True,
@@ -254,7 +255,7 @@ def evaluate_to_store(
                     texts_target=staged.dir / TEXTS_DIR / "part-0.parquet",
                     previous_scores=previous_glob,
                     previous_corpus=previous.get("corpus_digest") if previous else None,
-                    batch_rows=batch_rows, on_batch=on_batch,
+                    batch_rows=batch_rows, on_progress=on_progress,
                 )
             finally:
                 sink.close()

@@ -305,7 +305,7 @@ class PartitionedWriter:
                 writer = pq.ParquetWriter(
                     path / f"{self.prefix}-0.parquet", self.schema, compression="zstd"
                 )
-                self._writers[model] = writer  # type: ignore[index]
+                self._writers[model] = writer
             writer.write_table(part.drop(MODEL_PARTITION).to_arrow().cast(self.schema))
             self.rows += part.height
 

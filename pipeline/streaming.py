@@ -50,7 +50,7 @@ DEFAULT_BATCH_ROWS = 100_000
 #: texts hold fewer rows: intermediate memory grows with the text, not only the row count.
 DEFAULT_BATCH_BYTES = 32 * 2**20
 #: Rows read and validated at a time in pass 1.
-DEFAULT_CHUNK_ROWS = 250_000
+DEFAULT_CHUNK_ROWS = 100_000
 #: DuckDB's memory limit for the duplicate check and the incremental split (it spills beyond).
 DEFAULT_DUCKDB_MEMORY = "512MB"
 #: Columns of ``texts.parquet``.
@@ -128,7 +128,7 @@ def stream_scores(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
-    on_batch: Callable[[int], None] | None = None,
+    on_progress: Callable[[str, int], None] | None = None,
 ) -> tuple[StreamResult, BatchScorer]:
     """Validate, score and write ``inputs``; ``previous_scores`` (a Parquet glob of a compatible
     run's scores, hive-partitioned) enables incremental re-scoring.
@@ -141,12 +141,14 @@ def stream_scores(
     Writes scores into ``sink``, rejected rows to ``rejected_target`` and the texts behind the
     scores to ``texts_target`` (both complete files, written by DuckDB or polars into
     temporary paths the caller renames). ``work_dir`` holds intermediate files; it is removed.
+    ``on_progress(stage, rows)`` reports rows read and validated (``"reading"``) and rows
+    scored or reused (``"scoring"``), for progress bars.
     """
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         return _stream(
             inputs, pairs, config, specs, work_dir, sink, rejected_target, texts_target,
-            previous_scores, previous_corpus, batch_rows, chunk_rows, duckdb_memory, on_batch,
+            previous_scores, previous_corpus, batch_rows, chunk_rows, duckdb_memory, on_progress,
         )
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -166,7 +168,7 @@ def _stream(
     batch_rows: int,
     chunk_rows: int,
     duckdb_memory: str,
-    on_batch: Callable[[int], None] | None,
+    on_progress: Callable[[str, int], None] | None,
 ) -> tuple[StreamResult, BatchScorer]:
     records_path, rejected_path = work_dir / _RECORDS, work_dir / _REJECTED
     stats = CorpusStatsBuilder(config, tuple(specs))
@@ -189,6 +191,8 @@ def _stream(
                 valid.with_columns(row_hashes(valid)).to_arrow().cast(records_schema)
             )
             rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
+            if on_progress is not None:
+                on_progress("reading", chunk.n_read)
     scorer = BatchScorer.for_config(config, stats.result(), specs)
     rows_per_batch = _batch_rows(n_valid, n_bytes, batch_rows, DEFAULT_BATCH_BYTES)
     log.info(
@@ -226,8 +230,8 @@ def _stream(
         if frame.height:
             sink.write(scorer.score_frame(frame).to_arrow().cast(scorer.output_schema))
         n_scored += frame.height
-        if on_batch is not None:
-            on_batch(frame.height)
+        if on_progress is not None:
+            on_progress("scoring", frame.height)
     if reused is not None:
         stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
         if stale:
@@ -238,8 +242,8 @@ def _stream(
             frame = scorer.refresh(frame, stale).select(scorer.output_schema.names)
             sink.write(frame.to_arrow().cast(scorer.output_schema))
             n_reused += batch.num_rows
-            if on_batch is not None:
-                on_batch(batch.num_rows)
+            if on_progress is not None:
+                on_progress("scoring", batch.num_rows)
     n_rejected = n_read - n_valid + n_duplicates
     result = StreamResult(n_read=n_read, n_scored=n_scored, n_reused=n_reused,
                           n_rejected=n_rejected)

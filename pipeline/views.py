@@ -299,7 +299,8 @@ def _source_macros(out_dir: Path) -> dict[str, str]:
 
 
 def _flat(path: Path) -> str:
-    return f"select *, cast(null as varchar) as eval_run from read_parquet({_literal(path.as_posix())})"
+    source = _literal(path.as_posix())
+    return f"select *, cast(null as varchar) as eval_run from read_parquet({source})"
 
 
 def _require_outputs(out_dir: Path) -> None:

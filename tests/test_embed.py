@@ -232,6 +232,30 @@ def test_chunks_and_shards(tmp_path):
     assert fresh.last.encoded == 0 and fresh.cache.size(backend) == 10
 
 
+def test_a_cache_over_its_memory_budget_is_searched_on_disk(tmp_path):
+    backend = Counting()
+    texts = pl.Series([f"text {i}" for i in range(10)])
+    reference = CachedEmbedder(backend, EmbeddingCache(None)).embed(texts)
+    # Budget 0: every shard goes to disk as soon as it is written, nothing stays in memory.
+    writer = CachedEmbedder(backend, EmbeddingCache(tmp_path, memory_bytes=0), chunk_size=3,
+                            shard_rows=4)
+    np.testing.assert_array_equal(writer.embed(texts), reference)
+    table = writer.cache._table(backend)
+    assert table.frames == [] and len(table.shards) == 2
+    backend.calls.clear()
+    again = writer.embed(pl.Series(["text 3", "new", "text 9", None]))
+    assert backend.encoded == ["new"]
+    np.testing.assert_array_equal(again[[0, 2]], reference[[3, 9]])
+    assert np.isnan(again[3]).all()
+    # A new instance over the same directory, still over budget, reads only what it looks up.
+    reader = CachedEmbedder(backend, EmbeddingCache(tmp_path, memory_bytes=0))
+    backend.calls.clear()
+    np.testing.assert_array_equal(reader.embed(texts), reference)
+    assert backend.calls == [] and reader.last.hits == 10
+    assert reader.cache._table(backend).frames == []
+    assert reader.cache.size(backend) == 11
+
+
 def test_models_do_not_share_vectors(tmp_path):
     cache = EmbeddingCache(tmp_path)
     CachedEmbedder(Counting(), cache).embed(pl.Series(["a"]))

@@ -32,9 +32,9 @@ from pipeline.stats import write_stats
 from pipeline.views import (
     DB_FILE,
     OPTIONAL_FILES,
-    SOURCE_MACROS,
     REJECTED_FILE,
     SCORES_FILE,
+    SOURCE_MACROS,
     ViewBuildError,
     build_views,
     connect,

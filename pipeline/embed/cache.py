@@ -7,8 +7,9 @@ columns: ``key`` (Binary, the sha256 of the text's UTF-8 bytes) and ``vector``
 (``Array(Float32, dim)``). Shards are only ever added, each written atomically under a unique
 name, so concurrent runs never corrupt the cache (at worst both encode the same text; the first
 copy wins on load). A directory's shards are read once per :class:`EmbeddingCache` instance, the
-first time that model is looked up; lookups are hash joins of the requested keys against that
-table, never Python loops over rows.
+first time that model is looked up, when they fit half its memory budget; a larger cache is
+searched on disk at each lookup (see :class:`EmbeddingCache`). Lookups are joins of the
+requested keys against those tables, never Python loops over rows.
 
 Null texts: :meth:`CachedEmbedder.embed` returns a row of NaN for a null input (never a made-up
 vector); callers mask null inputs themselves (see ``pipeline.metrics.semantic``). ``""`` is an
@@ -25,7 +26,7 @@ import re
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,8 @@ PROGRESS_THRESHOLD = 2000
 DEFAULT_CHUNK_SIZE = 1024
 #: Encoded vectors kept in memory before they are written as a shard.
 DEFAULT_SHARD_ROWS = 50_000
+#: Memory the cache of one model may hold; beyond it the shards are searched on disk.
+DEFAULT_MEMORY_BYTES = 512 * 2**20
 
 
 def text_keys(texts: pl.Series) -> pl.Series:
@@ -65,17 +68,34 @@ def _slug(text: str) -> str:
 class _Table:
     directory: Path | None
     dim: int
+    #: Vectors held in memory (all of them while the cache fits the budget).
     frames: list[pl.DataFrame]
+    #: Shards not held in memory, searched on disk at each lookup (over-budget caches only).
+    shards: list[Path] = field(default_factory=list)
+
+    @property
+    def held_bytes(self) -> int:
+        return int(sum(frame.estimated_size() for frame in self.frames))
 
 
 class EmbeddingCache:
     """Vectors by (backend, model, text hash), in Parquet shards under ``cache_dir``.
 
-    ``cache_dir=None`` keeps vectors in memory for the life of this object only.
+    ``cache_dir=None`` keeps vectors in memory for the life of this object only (unbounded:
+    use a cache directory for large runs). With a directory, memory is bounded by
+    ``memory_bytes``: a cache whose shards fit is read into memory once; a larger one stays on
+    disk and each lookup scans the shards' ``key`` column for the requested keys (a predicate
+    pushed into the Parquet reader), reading only the matching vectors; vectors this process
+    adds are held until they exceed the budget, then dropped from memory (they are on disk).
     """
 
-    def __init__(self, cache_dir: Path | str | None) -> None:
+    def __init__(
+        self, cache_dir: Path | str | None, memory_bytes: int = DEFAULT_MEMORY_BYTES
+    ) -> None:
+        if memory_bytes < 0:
+            raise ValueError("memory_bytes must be 0 or more")
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
+        self.memory_bytes = memory_bytes
         self._tables: dict[tuple[str, str], _Table] = {}
 
     def directory(self, backend: EmbeddingBackend) -> Path | None:
@@ -89,11 +109,22 @@ class EmbeddingCache:
     def lookup(self, backend: EmbeddingBackend, keys: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         """Positions in ``keys`` found in the cache and their vectors (float32, ``(h, dim)``)."""
         table = self._table(backend)
-        if not table.frames or keys.is_empty():
+        if (not table.frames and not table.shards) or keys.is_empty():
             return np.empty(0, dtype=np.int64), np.empty((0, backend.dim), dtype=np.float32)
-        stored = pl.concat(table.frames, rechunk=False)
         wanted = pl.DataFrame({"key": keys, "position": np.arange(len(keys), dtype=np.int64)})
-        found = wanted.join(stored, on="key", how="inner")
+        parts = []
+        if table.frames:
+            parts.append(wanted.join(pl.concat(table.frames, rechunk=False), on="key"))
+            wanted = wanted.join(parts[0], on="key", how="anti")
+        if table.shards and wanted.height:
+            on_disk = (
+                pl.scan_parquet(table.shards)
+                .filter(pl.col("key").is_in(wanted["key"].implode()))
+                .unique(subset="key", keep="any")
+                .collect()
+            )
+            parts.append(wanted.join(on_disk, on="key"))
+        found = pl.concat(parts) if parts else wanted.head(0)
         positions = found["position"].to_numpy()
         vectors = _as_matrix(found["vector"], backend.dim)
         return positions, vectors
@@ -118,35 +149,68 @@ class EmbeddingCache:
         self._write_model_card(backend, table.directory)
         name = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
         write_parquet_atomic(frame, table.directory / name)
+        if table.held_bytes > self.memory_bytes:
+            log.debug("embedding cache: over %d bytes, keeping vectors on disk", self.memory_bytes)
+            table.shards.extend(self._shard_files(table))
+            table.frames.clear()
 
     def size(self, backend: EmbeddingBackend) -> int:
-        """Vectors held for ``backend``'s model (loading its shards if needed)."""
-        return sum(f.height for f in self._table(backend).frames)
+        """Distinct vectors cached for ``backend``'s model (in memory and on disk)."""
+        table = self._table(backend)
+        if not table.shards:
+            return sum(f.height for f in table.frames)
+        return pl.scan_parquet(table.shards).select(pl.col("key").n_unique()).collect().item()
 
     def _table(self, backend: EmbeddingBackend) -> _Table:
         ident = (backend.name, backend.model_id)
         if ident not in self._tables:
             directory = self.directory(backend)
-            frames = self._load(directory, backend.dim) if directory is not None else []
-            self._tables[ident] = _Table(directory, backend.dim, frames)
+            table = _Table(directory, backend.dim, [])
+            if directory is not None:
+                shards = self._readable_shards(directory, backend.dim)
+                if sum(path.stat().st_size for path in shards) <= self.memory_bytes // 2:
+                    table.frames = self._load(shards, directory)
+                else:  # compressed size above half the budget: searched on disk instead
+                    log.info("embedding cache: %d shards in %s searched on disk", len(shards),
+                             directory)
+                    table.shards = shards
+            self._tables[ident] = table
         return self._tables[ident]
 
+    def _shard_files(self, table: _Table) -> list[Path]:
+        """Shards of ``table`` on disk not yet in its on-disk list."""
+        assert table.directory is not None
+        listed = set(table.shards)
+        return [p for p in sorted(table.directory.glob("shard-*.parquet")) if p not in listed]
+
     @staticmethod
-    def _load(directory: Path, dim: int) -> list[pl.DataFrame]:
+    def _readable_shards(directory: Path, dim: int) -> list[Path]:
+        """Shards of ``directory`` with the expected schema (a cache is disposable: others are
+        skipped with a warning)."""
         shards = sorted(directory.glob("shard-*.parquet")) if directory.is_dir() else []
         expected = pl.Schema({"key": pl.Binary(), "vector": pl.Array(pl.Float32, dim)})
+        readable = []
+        for shard in shards:
+            try:
+                schema = pl.read_parquet_schema(shard)
+            except Exception as exc:
+                log.warning("embedding cache: skipping unreadable shard %s (%s)", shard, exc)
+                continue
+            if schema != expected:
+                log.warning("embedding cache: skipping shard %s with schema %s", shard,
+                            dict(schema))
+                continue
+            readable.append(shard)
+        return readable
+
+    @staticmethod
+    def _load(shards: list[Path], directory: Path) -> list[pl.DataFrame]:
         frames = []
         for shard in shards:
             try:
-                frame = pl.read_parquet(shard)
+                frames.append(pl.read_parquet(shard))
             except Exception as exc:  # a cache is disposable: skip what cannot be read
                 log.warning("embedding cache: skipping unreadable shard %s (%s)", shard, exc)
-                continue
-            if frame.schema != expected:
-                log.warning("embedding cache: skipping shard %s with schema %s", shard,
-                            dict(frame.schema))
-                continue
-            frames.append(frame)
         if not frames:
             return []
         table = pl.concat(frames).unique(subset="key", keep="first", maintain_order=True)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -114,10 +115,13 @@ class SparkUnavailableError(ImportError):
 
 
 def _pyspark() -> Any:
+    """``pyspark.sql``, or a clear error when the extra is missing. ``mapInArrow`` also needs
+    pandas on the driver (PySpark checks its version there), which ``pyspark[sql]`` brings."""
     try:
+        import pandas  # noqa: F401
         import pyspark.sql
     except ImportError as exc:
-        raise SparkUnavailableError(SPARK_EXTRA_HINT) from exc
+        raise SparkUnavailableError(f"{SPARK_EXTRA_HINT}; missing: {exc.name}") from exc
     return pyspark.sql
 
 
@@ -134,6 +138,10 @@ def local_session(
     single-machine readers.
     """
     sql = _pyspark()
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise SparkUnavailableError(
+            "Spark needs Java 17 and no java is on PATH (nor JAVA_HOME set): run .ci/install-java"
+        )
     os.environ["SPARK_LOCAL_IP"] = LOCAL_ADDRESS
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -476,6 +484,7 @@ def _run(
     duplicates = marked.filter(F.col(ROW_COLUMN) != F.col(_FIRST)).select(
         SOURCE_COLUMN, ROW_COLUMN, F.col("id").alias(_FIRST_ID), _FIRST
     )
+    cached = [validated, marked]
     broadcast = None
     try:
         row = validated.agg(
@@ -496,6 +505,7 @@ def _run(
         rejected = validated.filter(F.col(_REASON).isNotNull()).select(*REJECTED_SCHEMA)
         if n_duplicates:
             found = duplicates.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(found)
             for frame in inputs.values():
                 again = frame.join(found, on=[SOURCE_COLUMN, ROW_COLUMN], how="inner")
                 rejected = rejected.unionByName(
@@ -522,6 +532,7 @@ def _run(
                 log.info("corpus statistics changed: recomputing %s on reused rows",
                          ", ".join(stale))
             reused = reused.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(reused)
             n_reused = reused.count()
             scores = reused.mapInArrow(
                 _BroadcastRefresh(broadcast, tuple(stale), scores_arrow), scores_struct
@@ -532,7 +543,8 @@ def _run(
     finally:
         if broadcast is not None:
             broadcast.unpersist()
-        spark.catalog.clearCache()
+        for frame in cached:
+            frame.unpersist()
     n_rejected = n_invalid + n_duplicates
     n_scored = n_read - n_rejected - n_reused
     log.info("%d rows scored, %d reused, %d rejected", n_scored, n_reused, n_rejected)

@@ -198,9 +198,9 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
     offset = 0
     try:
         for batch in handle.iter_batches(batch_size=chunk_rows, columns=list(renames)):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            yield _finish(frame, renames, source, offset)
+            chunk = pl.from_arrow(batch)
+            assert isinstance(chunk, pl.DataFrame)
+            yield _finish(chunk, renames, source, offset)
             offset += batch.num_rows
     except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
