@@ -26,6 +26,7 @@ import functools
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -108,18 +109,28 @@ def corpus_dependent(specs: Iterable[MetricSpec]) -> tuple[str, ...]:
 
 @dataclass
 class CorpusStatsBuilder:
-    """First pass: :meth:`add` every batch of records (or :meth:`merge` partial builders)."""
+    """First pass: :meth:`add` every batch of records, then take the :meth:`result`.
+
+    With ``spill_path`` the distinct texts go to that work file and DuckDB counts them at the
+    end (:class:`~pipeline.metrics.tfidf.SpilledDocumentFrequencies`, bounded memory);
+    without, their hashes are kept in memory (8 bytes per distinct text).
+    """
 
     config: Config
     specs: tuple[MetricSpec, ...]
     n_candidates: int = 1
+    spill_path: Path | None = None
+    duckdb_memory: str = "512MB"
     _frequencies: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if NEEDS_IDF in {need for spec in self.specs for need in spec.needs}:
-            from pipeline.metrics.tfidf import DocumentFrequencies
+            from pipeline.metrics.tfidf import DocumentFrequencies, SpilledDocumentFrequencies
 
-            self._frequencies = DocumentFrequencies()
+            self._frequencies = (
+                DocumentFrequencies() if self.spill_path is None
+                else SpilledDocumentFrequencies(self.spill_path, self.duckdb_memory)
+            )
 
     def add(self, records: pl.DataFrame) -> None:
         """Count one batch of validated records."""

@@ -109,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="store: the run every view reads ('all': every run; default: latest)")
     qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
+    co = sub.add_parser("checkout", help="copy a run of a results store into an output "
+                        "directory (for report, compare, export, stats)")
+    co.add_argument("store", type=Path, help="results store (evaluate --store)")
+    co.add_argument("--run", metavar="RUN", help="the run (default: the latest)")
+    co.add_argument("--out", required=True, type=Path, help="output directory to write")
+
     ex = sub.add_parser("export", help="write the per-row results with texts as one table")
     ex.add_argument("dir", type=Path, help="output directory of an evaluate run")
     ex.add_argument("--format", choices=("tsv", "csv", "parquet"), default="tsv")
@@ -175,6 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _query(args)
         if args.command == "export":
             return _export(args)
+        if args.command == "checkout":
+            from pipeline.store import checkout_run
+
+            print(f"run checked out -> {checkout_run(args.store, args.run, args.out)}")
+            return EXIT_OK
         if args.command == "ingest-rgb":
             return _ingest_rgb(args)
         if args.command == "stats":

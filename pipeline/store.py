@@ -313,3 +313,63 @@ class PartitionedWriter:
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
+
+
+def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
+    """Copy a committed run into a plain output directory (``scores.parquet``, ``texts.parquet``,
+    ``rejected.parquet``, statistics, views), so ``report``, ``compare``, ``export`` and
+    ``stats`` work on it; ``run_id`` None takes the latest run. DuckDB streams the copies, each
+    file written atomically. Returns ``out_dir``.
+    """
+    import duckdb
+
+    from pipeline.io.atomic import atomic_path
+    from pipeline.schema import KEY_COLUMNS
+
+    store = Store(Path(store_root))
+    manifests = store.manifests()
+    if not manifests:
+        raise InputError(f"{store.root}: no committed runs (is it an `evaluate --store` store?)")
+    if run_id is None:
+        run_id = max(manifests, key=lambda m: (m["finished_at"], m["run_id"]))["run_id"]
+    run_dir = store.run_dir(run_id)
+    if not (run_dir / MANIFEST_FILE).is_file():
+        known = ", ".join(m["run_id"] for m in manifests)
+        raise InputError(f"{store.root}: no committed run {run_id!r}; runs: {known}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scores = (run_dir / SCORES_DIR / "model=*" / "*.parquet").as_posix()
+    order = ", ".join(KEY_COLUMNS)
+    copies = {
+        "scores.parquet": (
+            f"select {order}, * exclude ({order}, {RUN_PARTITION}) "
+            f"from read_parquet('{_sql(scores)}', hive_partitioning = true, "
+            f"hive_types = {{'model': varchar, '{RUN_PARTITION}': varchar}}) "
+            "order by source, row_number"
+        ),
+        "texts.parquet": _glob_select(run_dir / TEXTS_DIR, "order by source, row_number"),
+        "rejected.parquet": _glob_select(run_dir / REJECTED_DIR, ""),
+    }
+    for name in ("intervals.parquet", "comparisons.parquet"):
+        if (run_dir / name).is_file():
+            copies[name] = _glob_select(run_dir / name, "")
+    with duckdb.connect() as db:
+        for name, query in copies.items():
+            with atomic_path(out_dir / name) as tmp:
+                db.execute(
+                    f"copy ({query}) to '{_sql(tmp.as_posix())}' (format parquet, "
+                    "compression zstd)"
+                )
+    from pipeline.views import build_views
+
+    build_views(out_dir)
+    log.info("checked out run %s into %s", run_id, out_dir)
+    return out_dir
+
+
+def _sql(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _glob_select(path: Path, tail: str) -> str:
+    pattern = path.as_posix() if path.suffix == ".parquet" else f"{path.as_posix()}/*.parquet"
+    return f"select * from read_parquet('{_sql(pattern)}', hive_partitioning = false) {tail}"

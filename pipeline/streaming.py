@@ -61,6 +61,7 @@ _REJECTED = "rejected.parquet"
 _TO_SCORE = "to_score.parquet"
 _REUSED = "reused.parquet"
 _DUPLICATE_RAW = "duplicate-raw.parquet"
+_TEXT_WORDS = "text-words.parquet"
 
 
 class ScoreSink(Protocol):
@@ -154,6 +155,30 @@ def stream_scores(
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class _FirstPass:
+    """What pass 1 leaves: valid records (with ``row_hash``) and rejected rows in work files."""
+
+    records: Path
+    rejected: Path
+    n_read: int
+    n_valid: int
+    n_text_bytes: int
+    scorer: BatchScorer
+
+
+@dataclass(frozen=True)
+class _Split:
+    """What to score and what to copy after the set operations of DuckDB."""
+
+    to_score: Path
+    #: Reused records with their earlier scores (incremental runs), else None.
+    reused: Path | None
+    #: (source, row_number) of duplicate rows still in ``to_score`` (non-incremental runs).
+    duplicates: pl.DataFrame | None
+    n_duplicates: int
+
+
 def _stream(
     inputs: Sequence[Path],
     pairs: Sequence[tuple[Path, Path]],
@@ -170,8 +195,61 @@ def _stream(
     duckdb_memory: str,
     on_progress: Callable[[str, int], None] | None,
 ) -> tuple[StreamResult, BatchScorer]:
+    first = _read_and_validate(
+        inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
+    )
+    rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
+                                 DEFAULT_BATCH_BYTES)
+    log.info(
+        "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
+        first.n_valid, rows_per_batch,
+    )
+    with duckdb.connect(config={"memory_limit": duckdb_memory, "threads": 2}) as db:
+        split = _split(db, first, inputs, pairs, config, work_dir, chunk_rows, previous_scores,
+                       rejected_target, texts_target)
+    scorer = first.scorer
+    n_scored = n_reused = 0
+    for frame in _frames(split.to_score, rows_per_batch):
+        if split.duplicates is not None:
+            frame = frame.join(split.duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
+        if frame.height:
+            sink.write(scorer.score_frame(frame).to_arrow().cast(scorer.output_schema))
+        n_scored += frame.height
+        if on_progress is not None:
+            on_progress("scoring", frame.height)
+    if split.reused is not None:
+        stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
+        if stale:
+            log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
+        for frame in _frames(split.reused, rows_per_batch):
+            scores = scorer.refresh(frame, stale).select(scorer.output_schema.names)
+            sink.write(scores.to_arrow().cast(scorer.output_schema))
+            n_reused += frame.height
+            if on_progress is not None:
+                on_progress("scoring", frame.height)
+    n_rejected = first.n_read - first.n_valid + split.n_duplicates
+    result = StreamResult(n_read=first.n_read, n_scored=n_scored, n_reused=n_reused,
+                          n_rejected=n_rejected)
+    if n_scored + n_reused + n_rejected != first.n_read:  # pragma: no cover - invariant
+        raise RuntimeError(f"row accounting broken: {result}")
+    return result, scorer
+
+
+def _read_and_validate(
+    inputs: Sequence[Path],
+    pairs: Sequence[tuple[Path, Path]],
+    config: Config,
+    specs: Sequence[MetricSpec],
+    work_dir: Path,
+    chunk_rows: int,
+    duckdb_memory: str,
+    on_progress: Callable[[str, int], None] | None,
+) -> _FirstPass:
+    """Pass 1: validate chunk by chunk, append to the work files, accumulate corpus stats."""
     records_path, rejected_path = work_dir / _RECORDS, work_dir / _REJECTED
-    stats = CorpusStatsBuilder(config, tuple(specs))
+    stats = CorpusStatsBuilder(
+        config, tuple(specs), spill_path=work_dir / _TEXT_WORDS, duckdb_memory=duckdb_memory
+    )
     n_read = n_valid = n_bytes = 0
     records_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).with_columns(
         pl.lit(None, pl.Binary).alias(ROW_HASH)
@@ -193,67 +271,55 @@ def _stream(
             rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
             if on_progress is not None:
                 on_progress("reading", chunk.n_read)
-    scorer = BatchScorer.for_config(config, stats.result(), specs)
-    rows_per_batch = _batch_rows(n_valid, n_bytes, batch_rows, DEFAULT_BATCH_BYTES)
-    log.info(
-        "pass 1: %d rows read, %d valid; scoring in batches of %d rows", n_read, n_valid,
-        rows_per_batch,
+    return _FirstPass(
+        records=records_path, rejected=rejected_path, n_read=n_read, n_valid=n_valid,
+        n_text_bytes=n_bytes, scorer=BatchScorer.for_config(config, stats.result(), specs),
     )
 
-    with duckdb.connect(config={"memory_limit": duckdb_memory, "threads": 2}) as db:
-        db.execute(f"set temp_directory = '{_sql_text(str(work_dir / 'duckdb.tmp'))}'")
-        db.execute(
-            "create view records as select * from "
-            f"read_parquet('{_sql_path(records_path)}', hive_partitioning = false)"
-        )
-        n_duplicates = _find_duplicates(db)
-        raw_path = work_dir / _DUPLICATE_RAW
-        if n_duplicates:
-            _write_duplicate_raw(db, inputs, pairs, config, chunk_rows, raw_path)
-        sources = [str(path) for path in inputs] + [str(pred) for pred, _ in pairs]
-        _write_rejected(db, rejected_path, raw_path if n_duplicates else None, sources,
-                        rejected_target)
-        _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
-        to_score, reused, duplicates = records_path, None, None
-        if previous_scores is not None:
-            to_score, reused = work_dir / _TO_SCORE, work_dir / _REUSED
-            _split_incremental(db, previous_scores, scorer, to_score, reused)
-        elif n_duplicates:
-            duplicates = db.sql("select source, row_number from duplicates").pl()
 
-    n_scored = n_reused = 0
-    for batch in _batches(to_score, rows_per_batch):
+def _split(
+    db: duckdb.DuckDBPyConnection,
+    first: _FirstPass,
+    inputs: Sequence[Path],
+    pairs: Sequence[tuple[Path, Path]],
+    config: Config,
+    work_dir: Path,
+    chunk_rows: int,
+    previous_scores: str | None,
+    rejected_target: Path,
+    texts_target: Path,
+) -> _Split:
+    """Between the passes, in DuckDB: duplicate keys over whole files, the final rejected and
+    texts files, and (incremental runs) the split into reused and to-score records."""
+    db.execute(f"set temp_directory = '{_sql_path(work_dir / 'duckdb.tmp')}'")
+    db.execute(
+        "create view records as select * from "
+        f"read_parquet('{_sql_path(first.records)}', hive_partitioning = false)"
+    )
+    n_duplicates = _find_duplicates(db)
+    raw_path = work_dir / _DUPLICATE_RAW
+    if n_duplicates:
+        _write_duplicate_raw(db, inputs, pairs, config, chunk_rows, raw_path)
+    sources = [str(path) for path in inputs] + [str(pred) for pred, _ in pairs]
+    _write_rejected(db, first.rejected, raw_path if n_duplicates else None, sources,
+                    rejected_target)
+    _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
+    if previous_scores is not None:
+        to_score, reused = work_dir / _TO_SCORE, work_dir / _REUSED
+        _split_incremental(db, previous_scores, first.scorer, to_score, reused)
+        return _Split(to_score=to_score, reused=reused, duplicates=None,
+                      n_duplicates=n_duplicates)
+    duplicates = db.sql("select source, row_number from duplicates").pl() if n_duplicates else None
+    return _Split(to_score=first.records, reused=None, duplicates=duplicates,
+                  n_duplicates=n_duplicates)
+
+
+def _frames(path: Path, rows: int) -> Iterator[pl.DataFrame]:
+    """``path`` (Parquet) as polars frames of at most ``rows`` rows."""
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=rows):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
-        if duplicates is not None:
-            frame = frame.join(duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
-        if frame.height:
-            sink.write(scorer.score_frame(frame).to_arrow().cast(scorer.output_schema))
-        n_scored += frame.height
-        if on_progress is not None:
-            on_progress("scoring", frame.height)
-    if reused is not None:
-        stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
-        if stale:
-            log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
-        for batch in _batches(reused, rows_per_batch):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            frame = scorer.refresh(frame, stale).select(scorer.output_schema.names)
-            sink.write(frame.to_arrow().cast(scorer.output_schema))
-            n_reused += batch.num_rows
-            if on_progress is not None:
-                on_progress("scoring", batch.num_rows)
-    n_rejected = n_read - n_valid + n_duplicates
-    result = StreamResult(n_read=n_read, n_scored=n_scored, n_reused=n_reused,
-                          n_rejected=n_rejected)
-    if n_scored + n_reused + n_rejected != n_read:  # pragma: no cover - invariant
-        raise RuntimeError(f"row accounting broken: {result}")
-    return result, scorer
-
-
-def _batches(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
-    yield from pq.ParquetFile(path).iter_batches(batch_size=rows)
+        yield frame
 
 
 def _sql_text(text: str) -> str:

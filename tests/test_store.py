@@ -25,12 +25,14 @@ from pipeline.batch import BatchScorer
 from pipeline.cli import EXIT_BUSY, main
 from pipeline.config import Config
 from pipeline.evaluate import evaluate, evaluate_to_store
+from pipeline.schema import InputError
 from pipeline.store import (
     FAILED_DIR,
     MANIFEST_FILE,
     STAGING_DIR,
     Store,
     StoreBusyError,
+    checkout_run,
     partition_dir,
 )
 from pipeline.views import run_query
@@ -151,13 +153,26 @@ def test_views_read_the_chosen_run(records: Path, tmp_path: Path) -> None:
 
 
 def test_run_ids_are_checked(records: Path, tmp_path: Path) -> None:
-    from pipeline.schema import InputError
-
     evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
     with pytest.raises(InputError, match="already committed"):
         evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
     with pytest.raises(InputError, match="not valid"):
         evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="../x", stats=False)
+
+
+def test_checkout_gives_a_plain_output_directory(records: Path, tmp_path: Path) -> None:
+    evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", resamples=50)
+    out = tmp_path / "checked-out"
+    assert main(["checkout", str(tmp_path / "s"), "--run", "r1", "--out", str(out)]) == 0
+    flat = tmp_path / "flat"
+    evaluate([records], flat, CONFIG, resamples=50)
+    for name in ("scores.parquet", "texts.parquet", "rejected.parquet", "intervals.parquet",
+                 "comparisons.parquet"):
+        assert pl.read_parquet(out / name).equals(pl.read_parquet(flat / name)), name
+    assert run_query(out, "select * from headline order by model").equals(
+        run_query(flat, "select * from headline order by model"))
+    with pytest.raises(InputError, match="no committed run 'nope'; runs: r1"):
+        checkout_run(tmp_path / "s", "nope", tmp_path / "x")
 
 
 # --- atomicity -----------------------------------------------------------------------------------

@@ -13,7 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.tfidf import DocumentFrequencies, IdfTable, tfidf_relevance, tfidf_tokens
+from pipeline.metrics.tfidf import (
+    DocumentFrequencies,
+    IdfTable,
+    SpilledDocumentFrequencies,
+    tfidf_relevance,
+    tfidf_tokens,
+)
 
 GOLDEN = json.loads(
     (Path(__file__).parent / "golden" / "tfidf_worked_example.json").read_text("utf-8")
@@ -169,3 +175,23 @@ def test_batched_frequencies_equal_one_pass(corpus, n_batches):
     one_pass = IdfTable.from_texts(series)
     assert frequencies.n_documents == one_pass.n_documents
     assert frequencies.idf().to_dict() == one_pass.to_dict()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.none(), texts), max_size=12), st.integers(min_value=1, max_value=4))
+def test_spilled_frequencies_equal_in_memory(tmp_path_factory, corpus, n_batches):
+    series = pl.Series(corpus, dtype=pl.String)
+    spilled = SpilledDocumentFrequencies(tmp_path_factory.mktemp("df") / "words.parquet")
+    in_memory = DocumentFrequencies()
+    for k in range(n_batches):
+        batch = series.gather_every(n_batches, offset=k) if k < len(series) else series
+        spilled.add(batch)
+        in_memory.add(batch)
+    got, expected = spilled.idf(), in_memory.idf()
+    assert got.n_documents == expected.n_documents
+    assert got.table.equals(expected.table)
+
+
+def test_spilled_frequencies_of_nothing(tmp_path):
+    table = SpilledDocumentFrequencies(tmp_path / "words.parquet").idf()
+    assert (table.n_documents, table.table.height) == (0, 0)

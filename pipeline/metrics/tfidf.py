@@ -31,9 +31,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 WORD_PATTERN = r"[\p{L}\p{M}\p{N}]+"
 _TEXT_HASH_SEED = 0x5EED
@@ -129,6 +133,57 @@ class DocumentFrequencies:
     def idf(self) -> IdfTable:
         """The :class:`IdfTable` of everything added so far."""
         return IdfTable.from_frequencies(self._counts, self.n_documents)
+
+
+class SpilledDocumentFrequencies:
+    """:class:`DocumentFrequencies` in bounded memory, for runs of any size.
+
+    ``add`` writes each batch's distinct texts to a Parquet work file as (64-bit hash, distinct
+    words); :meth:`idf` has DuckDB keep one row per hash and count the words, spilling to
+    ``temp_dir`` beyond ``memory_limit``. Same texts, same hash, same words: the same table as
+    :class:`DocumentFrequencies`, without holding the hashes of every text seen.
+    """
+
+    def __init__(self, path: Path, memory_limit: str = "512MB") -> None:
+        self.path = path
+        self.memory_limit = memory_limit
+        self._writer: pq.ParquetWriter | None = None
+        self._schema = pa.schema(
+            [("hash", pa.uint64()), ("words", pa.large_list(pa.large_string()))]
+        )
+
+    def add(self, texts: pl.Series) -> None:
+        """Spill the distinct non-null texts of a batch (hash and distinct words)."""
+        batch = pl.DataFrame({"text": texts.cast(pl.String)}).drop_nulls()
+        rows = batch.select(
+            hash=pl.col("text").hash(seed=_TEXT_HASH_SEED),
+            words=tfidf_tokens(pl.col("text")).list.unique(),
+        ).unique("hash")
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, self._schema, compression="zstd")
+        self._writer.write_table(rows.to_arrow().cast(self._schema))
+
+    def idf(self) -> IdfTable:
+        """The :class:`IdfTable` of everything added (closes the work file)."""
+        if self._writer is None:
+            return IdfTable.from_frequencies(
+                pl.DataFrame(schema={"word": pl.String, "df": pl.Int64}), 0
+            )
+        self._writer.close()
+        source = str(self.path).replace("'", "''")
+        temp = str(self.path.parent / "duckdb.tmp").replace("'", "''")
+        with duckdb.connect(config={"memory_limit": self.memory_limit, "threads": 2}) as db:
+            db.execute(f"set temp_directory = '{temp}'")
+            db.execute(
+                "create temp table texts as select hash, any_value(words) as words from "
+                f"read_parquet('{source}', hive_partitioning = false) group by hash"
+            )
+            n_documents = int(db.sql("select count(*) from texts").fetchall()[0][0])
+            frequencies = db.sql(
+                "select word, count(*)::bigint as df from "
+                "(select unnest(words) as word from texts) group by word"
+            ).pl()
+        return IdfTable.from_frequencies(frequencies, n_documents)
 
 
 def _token_ids(tokens: pl.Series, words: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
