@@ -9,7 +9,7 @@ RGB_SAMPLE := data/sample/rgb
 RGB_RECORDS := $(OUT)-rgb-records.parquet
 TOKENIZER_PKG_VERSION := 0.1.0
 
-.PHONY: evaluate test lint typecheck bench sample clean
+.PHONY: evaluate test lint typecheck bench bench-scale sample clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)" >&2; exit 1; }
@@ -45,6 +45,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_lexical.py
 	$(BIN)/python bench/bench_embeddings.py
 	$(BIN)/python bench/bench_composite.py
+
+# 1, 5 and 10 million rows through `evaluate` (about 20 minutes on 2 cores).
+bench-scale: $(STAMP)
+	$(BIN)/python bench/bench_scale.py --sizes 1000000,5000000,10000000
 
 sample: $(STAMP)
 	$(BIN)/python data/generate_sample.py --out $(SAMPLE)

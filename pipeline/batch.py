@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,8 @@ from pipeline.metrics.registry import MetricSpec, compared_response
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pipeline.embed.cache import CachedEmbedder
@@ -146,6 +149,7 @@ class CorpusStatsBuilder:
 
     def result(self) -> CorpusStats:
         """The statistics of everything added."""
+        log.debug("corpus statistics: counting document frequencies")
         idf = self._frequencies.idf() if self._frequencies is not None else None  # type: ignore[attr-defined]
         return CorpusStats(n_candidates=self.n_candidates, idf=idf)
 

@@ -297,6 +297,7 @@ def _split(
         f"read_parquet('{_sql_path(first.records)}', hive_partitioning = false)"
     )
     n_duplicates = _find_duplicates(db)
+    log.info("duplicate keys over whole files: %d", n_duplicates)
     raw_path = work_dir / _DUPLICATE_RAW
     if n_duplicates:
         _write_duplicate_raw(db, inputs, pairs, config, chunk_rows, raw_path)
@@ -304,6 +305,7 @@ def _split(
     _write_rejected(db, first.rejected, raw_path if n_duplicates else None, sources,
                     rejected_target)
     _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
+    log.debug("rejected rows and texts written")
     if previous_scores is not None:
         to_score, reused = work_dir / _TO_SCORE, work_dir / _REUSED
         _split_incremental(db, previous_scores, first.scorer, to_score, reused)
@@ -315,11 +317,12 @@ def _split(
 
 
 def _frames(path: Path, rows: int) -> Iterator[pl.DataFrame]:
-    """``path`` (Parquet) as polars frames of at most ``rows`` rows."""
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=rows):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
-        yield frame
+    """``path`` (Parquet) as polars frames of at most ``rows`` rows (slices of one lazy scan:
+    flat memory, where pyarrow's batch iterator grows with the file)."""
+    n_rows = pq.ParquetFile(path).metadata.num_rows
+    scan = pl.scan_parquet(path, hive_partitioning=False)
+    for offset in range(0, n_rows, rows):
+        yield scan.slice(offset, rows).collect()
 
 
 def _sql_text(text: str) -> str:

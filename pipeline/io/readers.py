@@ -177,9 +177,10 @@ def _read_parquet(path: Path, source: str, config: Config) -> pl.DataFrame:
 def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[pl.DataFrame]:
     """:func:`read_records` in chunks of at most ``chunk_rows`` rows, for bounded memory.
 
-    Parquet is read row group by row group (``pyarrow``'s batch iterator), so memory holds one
-    chunk; the text formats (CSV, TSV, JSON Lines, JSON) are parsed whole, then sliced. Row
-    numbers continue across chunks, as if the file were read at once.
+    Parquet is read slice by slice (a lazy polars scan reads only the row groups a slice
+    needs), so memory holds one chunk; the text formats (CSV, TSV, JSON Lines, JSON) are
+    parsed whole, then sliced. Row numbers continue across chunks, as if the file were read at
+    once.
     """
     source = os.fspath(path)
     if Path(source).suffix.lower() != ".parquet":
@@ -193,16 +194,16 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
     renames = _require(handle.schema_arrow.names, source, config)
-    if handle.metadata.num_rows == 0:
+    n_rows = handle.metadata.num_rows
+    if n_rows == 0:
         raise InputError(f"{source}: the file contains no records")
-    offset = 0
+    # polars slices of one lazy scan read only the row groups they need, and unlike pyarrow's
+    # batch iterator they leave no memory behind between chunks (measured: flat RSS).
+    scan = pl.scan_parquet(source, hive_partitioning=False).select(list(renames))
     try:
-        for batch in handle.iter_batches(batch_size=chunk_rows, columns=list(renames)):
-            chunk = pl.from_arrow(batch)
-            assert isinstance(chunk, pl.DataFrame)
-            yield _finish(chunk, renames, source, offset)
-            offset += batch.num_rows
-    except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
+        for offset in range(0, n_rows, chunk_rows):
+            yield _finish(scan.slice(offset, chunk_rows).collect(), renames, source, offset)
+    except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
 
 
