@@ -12,6 +12,7 @@ of the first size's figure, and peak RSS under 2 GiB, at every size.
 
     python bench/bench_scale.py [--sizes 1000000,5000000,10000000] [--workdir DIR] [--keep]
         [--embeddings] [--batch-rows N] [--json results.json]
+    python bench/bench_scale.py --incremental --sizes 1000000   # a store run, then a re-run
 """
 
 from __future__ import annotations
@@ -359,6 +360,32 @@ def bench(args: argparse.Namespace, workdir: Path) -> tuple[list[dict[str, Any]]
     return results, summarize(results)
 
 
+def bench_incremental(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    """Per size: a first `evaluate --store` run, then a re-run of the same input into the same
+    store (every row reused); wall time, peak RSS and the manifest's counts of each."""
+    metrics = lexical_metrics()
+    results = []
+    for size in args.sizes:
+        data = workdir / f"records-{size}.parquet"
+        if not data.exists():
+            generate(data, size, seed=args.seed)
+        store = workdir / f"store-{size}"
+        shutil.rmtree(store, ignore_errors=True)
+        for run in ("first", "rerun"):
+            cmd = [sys.executable, "-m", "pipeline", "evaluate", "--input", str(data), "--store",
+                   str(store), "--run-id", run, "--metrics", ",".join(metrics), "--no-stats",
+                   "--no-progress"]
+            measured = run_measured(cmd, workdir / f"store-{size}-{run}.log")
+            manifest = store / f"eval_run={run}" / "manifest.json"
+            counts = json.loads(manifest.read_text())["counts"] if manifest.exists() else {}
+            results.append({"rows": size, "run": run, **measured, **counts})
+            print(f"store {run}: {size:,} rows in {measured['seconds']:.1f}s, peak RSS "
+                  f"{measured['peak_rss_gib']:.2f} GiB, counts {counts}", flush=True)
+        if not args.keep:
+            shutil.rmtree(store, ignore_errors=True)
+    return results
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
@@ -371,6 +398,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="score the embedding metrics too (cache warmed before timing)")
     parser.add_argument("--embedding-backend", metavar="SPEC", help="passed to evaluate")
     parser.add_argument("--batch-rows", type=int, help="passed to evaluate")
+    parser.add_argument("--incremental", action="store_true",
+                        help="instead: a results-store run, then a re-run reusing every row")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated data")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     return parser.parse_args(argv)
@@ -382,6 +411,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-")) if created else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     try:
+        if args.incremental:
+            runs = bench_incremental(args, workdir)
+            if args.json is not None:
+                args.json.write_text(json.dumps({"incremental": runs}, indent=2) + "\n",
+                                     encoding="utf-8")
+            return 0 if all(r["returncode"] == 0 for r in runs) else 1
         results, summary = bench(args, workdir)
     finally:
         if created and not args.keep:

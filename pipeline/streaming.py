@@ -2,17 +2,17 @@
 
 Pass 1 reads each input in chunks (:func:`pipeline.validate.iter_validated`), validates them,
 appends valid records (with their ``row_hash``) to a work file and rejected rows to another, and
-accumulates the corpus statistics (:class:`pipeline.batch.CorpusStatsBuilder`). DuckDB then finds
-duplicate keys across chunks and, in an incremental run, splits the records into those whose
-``row_hash`` a compatible earlier run already scored (their scores are copied) and those to
-score. Pass 2 streams the records to score through :class:`pipeline.batch.BatchScorer`, batch by
-batch, into a :class:`ScoreSink`.
+spills the distinct texts the corpus statistics count (:class:`pipeline.batch.CorpusStatsBuilder`
+with a spill file). DuckDB then counts the document frequencies, finds duplicate keys over whole
+files and, in an incremental run, splits the records into those whose ``row_hash`` a compatible
+earlier run already scored (their scores are copied) and those to score. Pass 2 streams the
+records to score through :class:`pipeline.batch.BatchScorer`, batch by batch, into a
+:class:`ScoreSink`.
 
 Memory: one input chunk (``chunk_rows``) in pass 1; one scoring batch (``batch_rows``, fewer for
-long texts, see :func:`batch_rows_for`) with its intermediate token lists in pass 2; the corpus
-statistics (8 bytes per distinct question or response, plus the vocabulary's document
-frequencies); DuckDB's set operations run under ``duckdb_memory`` and spill to the work
-directory beyond it. Nothing grows with the row count except those 8 bytes per distinct text.
+long texts, see :func:`batch_rows_for`) with its intermediate token lists in pass 2; between
+them, DuckDB's set operations under ``duckdb_memory`` (spilling to the work directory beyond
+it) and the vocabulary's document frequencies. Nothing is held per input row.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "refe
 
 _RECORDS = "records.parquet"
 _REJECTED = "rejected.parquet"
-_TO_SCORE = "to_score.parquet"
 _REUSED = "reused.parquet"
 _DUPLICATE_RAW = "duplicate-raw.parquet"
+_POSITION = "__position"
 _TEXT_WORDS = "text-words.parquet"
 
 
@@ -169,14 +169,15 @@ class _FirstPass:
 
 @dataclass(frozen=True)
 class _Split:
-    """What to score and what to copy after the set operations of DuckDB."""
+    """What DuckDB leaves for pass 2 between the passes."""
 
-    to_score: Path
-    #: Reused records with their earlier scores (incremental runs), else None.
+    #: Earlier scores of reused records (incremental runs), sorted like the records, else None.
     reused: Path | None
-    #: (source, row_number) of duplicate rows still in ``to_score`` (non-incremental runs).
+    #: (source, row_number) of duplicate rows, which pass 2 skips (None when there are none).
     duplicates: pl.DataFrame | None
     n_duplicates: int
+    #: Input file -> its position in the run (the order of the records work file).
+    positions: dict[str, int]
 
 
 def _stream(
@@ -204,29 +205,39 @@ def _stream(
         "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
         first.n_valid, rows_per_batch,
     )
-    with duckdb.connect(config={"memory_limit": duckdb_memory, "threads": 2}) as db:
+    # Row order of the work files is not needed (the outputs are keyed or sorted explicitly);
+    # without it DuckDB streams larger-than-memory joins and copies.
+    settings: dict[str, str | bool | int | float | list[str]] = {
+        "memory_limit": duckdb_memory, "threads": 2, "preserve_insertion_order": False,
+    }
+    with duckdb.connect(config=settings) as db:
         split = _split(db, first, inputs, pairs, config, work_dir, chunk_rows, previous_scores,
                        rejected_target, texts_target)
     scorer = first.scorer
+    stale: tuple[str, ...] = ()
+    earlier = None
+    if split.reused is not None:
+        earlier = _OrderedScores(split.reused, rows_per_batch, split.positions)
+        stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
+        if stale:
+            log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
     n_scored = n_reused = 0
-    for frame in _frames(split.to_score, rows_per_batch):
+    for frame in _frames(first.records, rows_per_batch):
         if split.duplicates is not None:
             frame = frame.join(split.duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
+        done = 0
+        if earlier is not None and frame.height:
+            reused, frame = earlier.match(frame)
+            if reused.height:
+                scores = scorer.refresh(reused, stale).select(scorer.output_schema.names)
+                sink.write(scores.to_arrow().cast(scorer.output_schema))
+                n_reused += reused.height
+                done += reused.height
         if frame.height:
             sink.write(scorer.score_frame(frame).to_arrow().cast(scorer.output_schema))
         n_scored += frame.height
         if on_progress is not None:
-            on_progress("scoring", frame.height)
-    if split.reused is not None:
-        stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
-        if stale:
-            log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
-        for frame in _frames(split.reused, rows_per_batch):
-            scores = scorer.refresh(frame, stale).select(scorer.output_schema.names)
-            sink.write(scores.to_arrow().cast(scorer.output_schema))
-            n_reused += frame.height
-            if on_progress is not None:
-                on_progress("scoring", frame.height)
+            on_progress("scoring", done + frame.height)
     n_rejected = first.n_read - first.n_valid + split.n_duplicates
     result = StreamResult(n_read=first.n_read, n_scored=n_scored, n_reused=n_reused,
                           n_rejected=n_rejected)
@@ -306,14 +317,16 @@ def _split(
                     rejected_target)
     _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
     log.debug("rejected rows and texts written")
-    if previous_scores is not None:
-        to_score, reused = work_dir / _TO_SCORE, work_dir / _REUSED
-        _split_incremental(db, previous_scores, first.scorer, to_score, reused)
-        return _Split(to_score=to_score, reused=reused, duplicates=None,
-                      n_duplicates=n_duplicates)
+    positions = {source: position for position, source in enumerate(sources)}
     duplicates = db.sql("select source, row_number from duplicates").pl() if n_duplicates else None
-    return _Split(to_score=first.records, reused=None, duplicates=duplicates,
-                  n_duplicates=n_duplicates)
+    reused = None
+    if previous_scores is not None:
+        reused = work_dir / _REUSED
+        n_reused = _split_incremental(db, previous_scores, first.scorer, positions, reused)
+        log.info("incremental: %d of %d records reuse earlier scores", n_reused,
+                 first.n_valid - n_duplicates)
+    return _Split(reused=reused, duplicates=duplicates, n_duplicates=n_duplicates,
+                  positions=positions)
 
 
 def _frames(path: Path, rows: int) -> Iterator[pl.DataFrame]:
@@ -399,23 +412,88 @@ def _write_rejected(
 
 
 def _split_incremental(
-    db: duckdb.DuckDBPyConnection, previous: str, scorer: BatchScorer, to_score: Path,
-    reused: Path,
-) -> None:
-    """Records whose ``row_hash`` the previous run scored -> ``reused`` (the record and its
-    scores); the rest -> ``to_score``."""
-    metrics = ", ".join(f'p."{name}"' for name in scorer.metrics)
-    # Metrics named like record columns (total_tokens, latency_ms) replace them, as in scoring.
-    shadowed = [name for name in scorer.metrics if name in RECORD_BATCH_SCHEMA]
-    record = f"k.* exclude ({', '.join(shadowed)})" if shadowed else "k.*"
+    db: duckdb.DuckDBPyConnection, previous: str, scorer: BatchScorer,
+    positions: dict[str, int], target: Path,
+) -> int:
+    """Write the earlier scores of every kept record whose ``row_hash`` the previous run
+    scored to ``target``, with the record's ``source`` and ``row_number``, sorted like the
+    records work file (input position, then row); return how many.
+
+    Every join builds on narrow tables (hashes and keys only), so DuckDB streams the wide
+    previous scores past them; a hash the previous run scored twice (identical records in two
+    files) takes the scores of its first row.
+    """
+    scan = (
+        f"read_parquet('{_sql_text(previous)}', hive_partitioning = true, "
+        "hive_types = {'model': varchar, 'eval_run': varchar})"
+    )
+    order = " union all ".join(
+        f"select '{_sql_text(source)}' as source, {position} as position"
+        for source, position in positions.items()
+    )
     db.execute(
-        f"""create temp view previous as
-        select * from read_parquet('{_sql_text(previous)}', hive_partitioning = true,
-                                   hive_types = {{'model': varchar, 'eval_run': varchar}})
-        qualify row_number() over (partition by row_hash order by source, row_number) = 1"""
+        "create temp table previous_first as select row_hash, "
+        f"min((source, row_number)) as first from {scan} group by row_hash"
     )
+    db.execute(
+        "create temp table reuse as select k.row_hash, k.source, k.row_number, o.position "
+        f"from kept k semi join previous_first using (row_hash) join ({order}) o using (source)"
+    )
+    metrics = ", ".join(f'p."{name}"' for name in scorer.metrics)
     _copy(
-        db, f"select {record}, {metrics}, p.signature from kept k join previous p using (row_hash)",
-        reused,
+        db,
+        f"""select r.position as {_POSITION}, r.source, r.row_number, {metrics}, p.signature
+        from {scan} p
+        join previous_first f
+            on p.row_hash = f.row_hash and (p.source, p.row_number) = f.first
+        join reuse r on r.row_hash = p.row_hash
+        order by r.position, r.row_number""",
+        target,
     )
-    _copy(db, "select k.* from kept k anti join previous p using (row_hash)", to_score)
+    return int(db.sql("select count(*) from reuse").fetchall()[0][0])
+
+
+class _OrderedScores:
+    """Earlier scores sorted by (input position, row), handed out to record batches that come
+    in the same order: a merge join in bounded memory (one batch of scores buffered)."""
+
+    def __init__(self, path: Path, rows: int, positions: dict[str, int]) -> None:
+        self._frames = _frames(path, rows)
+        self._positions = positions
+        self._buffer: pl.DataFrame | None = None
+        self._done = False
+
+    def match(self, records: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(records with their earlier scores, records without): ``records`` is the next
+        batch of the records work file; metric columns replace record columns of the same
+        name (``total_tokens``, ``latency_ms``), as in scoring."""
+        position = pl.col(SOURCE_COLUMN).replace_strict(self._positions, return_dtype=pl.Int64)
+        last = records.select(position.last(), pl.col(ROW_COLUMN).last()).row(0)
+        earlier = self._take_until(*last)
+        keys = [SOURCE_COLUMN, ROW_COLUMN]
+        shadowed = [name for name in earlier.columns if name in records.columns
+                    and name not in keys]
+        matched = records.drop(shadowed).join(
+            earlier.drop(_POSITION), on=keys, how="inner", maintain_order="left"
+        )
+        return matched, records.join(earlier.select(keys), on=keys, how="anti",
+                                     maintain_order="left")
+
+    def _take_until(self, position: int, row: int) -> pl.DataFrame:
+        """Buffered and next rows with key <= (position, row)."""
+        after = (pl.col(_POSITION) > position) | (
+            (pl.col(_POSITION) == position) & (pl.col(ROW_COLUMN) > row)
+        )
+        parts = [] if self._buffer is None else [self._buffer]
+        while not self._done and not (parts and parts[-1].select(after.last()).item()):
+            following = next(self._frames, None)
+            if following is None:
+                self._done = True
+            else:
+                parts.append(following)
+        if not parts:
+            return pl.DataFrame(schema={_POSITION: pl.Int64, SOURCE_COLUMN: pl.String,
+                                        ROW_COLUMN: pl.Int64})
+        buffer = pl.concat(parts)
+        self._buffer = buffer.filter(after)
+        return buffer.filter(~after)

@@ -162,6 +162,9 @@ def local_session(
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    # py4j logs every connection it closes at INFO, also at interpreter exit (when log streams
+    # may be closed already): keep its chatter out of the run's logs.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     return session
 
 
