@@ -80,6 +80,31 @@ class StreamResult:
     n_rejected: int
 
 
+@dataclass(frozen=True)
+class _FirstPass:
+    """What pass 1 leaves: valid records (with ``row_hash``) and rejected rows in work files."""
+
+    records: Path
+    rejected: Path
+    n_read: int
+    n_valid: int
+    n_text_bytes: int
+    scorer: BatchScorer
+
+
+@dataclass(frozen=True)
+class _Split:
+    """What DuckDB leaves for pass 2 between the passes."""
+
+    #: Earlier scores of reused records (incremental runs), sorted like the records, else None.
+    reused: Path | None
+    #: (source, row_number) of duplicate rows, which pass 2 skips (None when there are none).
+    duplicates: pl.DataFrame | None
+    n_duplicates: int
+    #: Input file -> its position in the run (the order of the records work file).
+    positions: dict[str, int]
+
+
 def text_bytes(records: pl.DataFrame) -> int:
     """UTF-8 bytes of question, reference, response and contexts over ``records``."""
     if records.height == 0:
@@ -147,72 +172,48 @@ def stream_scores(
     """
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return _stream(
-            inputs, pairs, config, specs, work_dir, sink, rejected_target, texts_target,
-            previous_scores, previous_corpus, batch_rows, chunk_rows, duckdb_memory, on_progress,
+        first = _read_and_validate(
+            inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
         )
+        rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
+                                     DEFAULT_BATCH_BYTES)
+        log.info(
+            "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
+            first.n_valid, rows_per_batch,
+        )
+        # Row order of the work files is not needed (the outputs are keyed or sorted explicitly);
+        # without it DuckDB streams larger-than-memory joins and copies.
+        settings: dict[str, str | bool | int | float | list[str]] = {
+            "memory_limit": duckdb_memory, "threads": 2, "preserve_insertion_order": False,
+        }
+        with duckdb.connect(config=settings) as db:
+            split = _split(db, first, inputs, pairs, config, work_dir, chunk_rows,
+                           previous_scores, rejected_target, texts_target)
+        scorer = first.scorer
+        n_scored, n_reused = _score_records(
+            first, split, sink, specs, previous_corpus, rows_per_batch, on_progress
+        )
+        n_rejected = first.n_read - first.n_valid + split.n_duplicates
+        result = StreamResult(n_read=first.n_read, n_scored=n_scored, n_reused=n_reused,
+                              n_rejected=n_rejected)
+        if n_scored + n_reused + n_rejected != first.n_read:  # pragma: no cover - invariant
+            raise RuntimeError(f"row accounting broken: {result}")
+        return result, scorer
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-@dataclass(frozen=True)
-class _FirstPass:
-    """What pass 1 leaves: valid records (with ``row_hash``) and rejected rows in work files."""
-
-    records: Path
-    rejected: Path
-    n_read: int
-    n_valid: int
-    n_text_bytes: int
-    scorer: BatchScorer
-
-
-@dataclass(frozen=True)
-class _Split:
-    """What DuckDB leaves for pass 2 between the passes."""
-
-    #: Earlier scores of reused records (incremental runs), sorted like the records, else None.
-    reused: Path | None
-    #: (source, row_number) of duplicate rows, which pass 2 skips (None when there are none).
-    duplicates: pl.DataFrame | None
-    n_duplicates: int
-    #: Input file -> its position in the run (the order of the records work file).
-    positions: dict[str, int]
-
-
-def _stream(
-    inputs: Sequence[Path],
-    pairs: Sequence[tuple[Path, Path]],
-    config: Config,
-    specs: Sequence[MetricSpec],
-    work_dir: Path,
+def _score_records(
+    first: _FirstPass,
+    split: _Split,
     sink: ScoreSink,
-    rejected_target: Path,
-    texts_target: Path,
-    previous_scores: str | None,
+    specs: Sequence[MetricSpec],
     previous_corpus: str | None,
-    batch_rows: int,
-    chunk_rows: int,
-    duckdb_memory: str,
+    rows_per_batch: int,
     on_progress: Callable[[str, int], None] | None,
-) -> tuple[StreamResult, BatchScorer]:
-    first = _read_and_validate(
-        inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
-    )
-    rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
-                                 DEFAULT_BATCH_BYTES)
-    log.info(
-        "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
-        first.n_valid, rows_per_batch,
-    )
-    # Row order of the work files is not needed (the outputs are keyed or sorted explicitly);
-    # without it DuckDB streams larger-than-memory joins and copies.
-    settings: dict[str, str | bool | int | float | list[str]] = {
-        "memory_limit": duckdb_memory, "threads": 2, "preserve_insertion_order": False,
-    }
-    with duckdb.connect(config=settings) as db:
-        split = _split(db, first, inputs, pairs, config, work_dir, chunk_rows, previous_scores,
-                       rejected_target, texts_target)
+) -> tuple[int, int]:
+    """Pass 2: score the records batch by batch, copying the earlier scores of reused ones
+    (their corpus-dependent metrics recomputed when the corpus changed); (scored, reused)."""
     scorer = first.scorer
     stale: tuple[str, ...] = ()
     earlier = None
@@ -238,12 +239,7 @@ def _stream(
         n_scored += frame.height
         if on_progress is not None:
             on_progress("scoring", done + frame.height)
-    n_rejected = first.n_read - first.n_valid + split.n_duplicates
-    result = StreamResult(n_read=first.n_read, n_scored=n_scored, n_reused=n_reused,
-                          n_rejected=n_rejected)
-    if n_scored + n_reused + n_rejected != first.n_read:  # pragma: no cover - invariant
-        raise RuntimeError(f"row accounting broken: {result}")
-    return result, scorer
+    return n_scored, n_reused
 
 
 def _read_and_validate(

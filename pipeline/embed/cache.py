@@ -7,7 +7,7 @@ columns: ``key`` (Binary, the sha256 of the text's UTF-8 bytes) and ``vector``
 (``Array(Float32, dim)``). Shards are only ever added, each written atomically under a unique
 name, so concurrent runs never corrupt the cache (at worst both encode the same text; the first
 copy wins on load). A directory's shards are read once per :class:`EmbeddingCache` instance, the
-first time that model is looked up, when they fit half its memory budget; a larger cache is
+first time that model is looked up, when their vectors fit its memory budget; a larger cache is
 searched on disk at each lookup (see :class:`EmbeddingCache`). Lookups are joins of the
 requested keys against those tables, never Python loops over rows.
 
@@ -168,9 +168,9 @@ class EmbeddingCache:
             table = _Table(directory, backend.dim, [])
             if directory is not None:
                 shards = self._readable_shards(directory, backend.dim)
-                if sum(path.stat().st_size for path in shards) <= self.memory_bytes // 2:
+                if _vector_bytes(shards, backend.dim) <= self.memory_bytes:
                     table.frames = self._load(shards, directory)
-                else:  # compressed size above half the budget: searched on disk instead
+                else:  # more vectors than the budget holds: searched on disk instead
                     log.info("embedding cache: %d shards in %s searched on disk", len(shards),
                              directory)
                     table.shards = shards
@@ -228,6 +228,15 @@ class EmbeddingCache:
         )
         with atomic_path(card) as tmp:
             tmp.write_text(text + "\n", encoding="utf-8")
+
+
+def _vector_bytes(shards: list[Path], dim: int) -> int:
+    """Bytes the vectors of ``shards`` take in memory (key and float32 vector per row), from
+    the Parquet footers: compressed file sizes say little (sparse vectors compress well)."""
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.ParquetFile(shard).metadata.num_rows for shard in shards)
+    return rows * (32 + 4 * dim)
 
 
 def _as_matrix(vectors: pl.Series, dim: int) -> np.ndarray:

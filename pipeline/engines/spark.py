@@ -187,6 +187,15 @@ def _spark_types(schema: pa.Schema) -> tuple[StructType, pa.Schema]:
     return struct, to_arrow_schema(struct)
 
 
+def _polars_frames(batches: Iterable[pa.RecordBatch]) -> Iterator[pl.DataFrame]:
+    """The non-empty Arrow batches Spark hands a ``mapInArrow`` function, as polars frames."""
+    for batch in batches:
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        if frame.height:
+            yield frame
+
+
 def _to_batches(table: pa.Table, target: pa.Schema) -> Iterator[pa.RecordBatch]:
     yield from table.select(target.names).cast(target).to_batches()
 
@@ -210,11 +219,7 @@ class _Validate:
     target: pa.Schema
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            if frame.height == 0:
-                continue
+        for frame in _polars_frames(batches):
             checked = validate_records(
                 frame, frame[SOURCE_COLUMN][0], self.config, check_duplicates=False
             )
@@ -232,11 +237,7 @@ class _DuplicateRejections:
     target: pa.Schema
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            if frame.height == 0:
-                continue
+        for frame in _polars_frames(batches):
             rows = frame.drop(_FIRST_ID, _FIRST)
             rejected = frame.select(
                 SOURCE_COLUMN,
@@ -256,9 +257,7 @@ class _CorpusTexts:
     target: pa.Schema
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
+        for frame in _polars_frames(batches):
             texts = (
                 frame.select(
                     pl.concat_list(pl.col("question"), compared_response(self.config))
@@ -285,9 +284,7 @@ class _DocumentWords:
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pipeline.metrics.tfidf import tfidf_tokens
 
-        for batch in batches:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
+        for frame in _polars_frames(batches):
             counts = (
                 frame.select(tfidf_tokens(pl.col(_TEXT)).list.unique().alias(_WORD))
                 .explode(_WORD)
@@ -324,12 +321,9 @@ class _BroadcastRefresh:
     target: pa.Schema
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            if frame.height:
-                fresh = self.scorer.value.refresh(frame, self.stale)
-                yield from _to_batches(fresh.to_arrow(), self.target)
+        for frame in _polars_frames(batches):
+            fresh = self.scorer.value.refresh(frame, self.stale)
+            yield from _to_batches(fresh.to_arrow(), self.target)
 
 
 # --- inputs -------------------------------------------------------------------------------------
