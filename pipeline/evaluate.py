@@ -17,18 +17,17 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline.batch import BatchScorer
+from pipeline.batch import BatchScorer, CorpusStatsBuilder
 from pipeline.config import Config
 from pipeline.io.atomic import atomic_path
 from pipeline.metrics.registry import (
     MetricSpec,
-    compared_response,
     intermediates,
     levels,
     metric_expressions,
 )
 from pipeline.metrics.registry import resolve as resolve_metrics
-from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
+from pipeline.metrics.spec import NEEDS_EMBEDDER, Inputs
 from pipeline.schema import KEY_COLUMNS
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
 from pipeline.streaming import (  # noqa: F401 - re-exported: the batching rule of a run
@@ -58,12 +57,6 @@ class RunSummary:
     out_dir: Path
 
 
-def count_candidates(records: pl.DataFrame) -> int:
-    """``reference`` plus the longest ``references`` list: how many answers a row can match."""
-    longest = records.select(pl.col("references").list.len().max()).item()
-    return 1 + int(longest or 0)
-
-
 def prepare_inputs(
     records: pl.DataFrame, config: Config, specs: Sequence[MetricSpec]
 ) -> Inputs:
@@ -74,14 +67,9 @@ def prepare_inputs(
     cache. Each is prepared only when a selected metric needs it.
     """
     needs = {need for spec in specs for need in spec.needs}
-    idf = None
-    if NEEDS_IDF in needs:
-        from pipeline.metrics.tfidf import IdfTable
-
-        texts = records.select(
-            pl.concat_list(pl.col("question"), compared_response(config)).alias("text")
-        ).explode("text")["text"]
-        idf = IdfTable.from_texts(texts)
+    corpus = CorpusStatsBuilder(config, tuple(specs))
+    corpus.add(records)
+    stats = corpus.result()
     embedder = None
     if NEEDS_EMBEDDER in needs:
         from pipeline.embed import make_embedder
@@ -92,7 +80,7 @@ def prepare_inputs(
             batch_size=config.embedding_batch_size,
         )
     return Inputs(
-        config=config, n_candidates=count_candidates(records), idf=idf, embedder=embedder
+        config=config, n_candidates=stats.n_candidates, idf=stats.idf, embedder=embedder
     )
 
 
