@@ -12,7 +12,11 @@ _HANDLER_NAME = "rag-eval-cli"
 
 
 class JsonLineFormatter(logging.Formatter):
-    """``{"time", "level", "logger", "message"[, "exception"]}``, one object per line."""
+    """``{"time", "level", "logger", "message"[, "exception"]}``, one object per line.
+
+    A record's ``fields`` (a dict passed as ``extra={"fields": {...}}``) become top-level keys,
+    e.g. ``phase`` and ``seconds`` of :mod:`pipeline.phases`.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -21,6 +25,9 @@ class JsonLineFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry.update({key: value for key, value in fields.items() if key not in entry})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
