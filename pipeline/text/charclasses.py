@@ -21,10 +21,11 @@ paths in ``normalize`` and ``tokenize``.
 
 from __future__ import annotations
 
+import re
 import string
-from collections.abc import Callable
 from functools import cache
 
+import numpy as np
 import polars as pl
 
 #: Class body of ``str.isspace()`` on ASCII: tab, LF, VT, FF, CR, U+001C..U+001F (which Rust's
@@ -35,40 +36,48 @@ ASCII_WORD_CLASS = "0-9A-Za-z_"
 
 _MAX_CODE_POINT = 0x110000
 _SURROGATES = range(0xD800, 0xE000)
+#: Separator of the per-character lowercasing below: uncased and not case-ignorable, so the
+#: final-sigma rule sees a word boundary on both sides of every character.
+_SEPARATOR = "\n"
 
 
-def _code_points() -> list[str]:
-    return [chr(cp) for cp in range(_MAX_CODE_POINT) if cp not in _SURROGATES]
+@cache
+def _code_points() -> tuple[np.ndarray, str]:
+    """Every code point but the surrogates, in order: as an array and as one string."""
+    points = np.r_[np.arange(_SURROGATES.start), np.arange(_SURROGATES.stop, _MAX_CODE_POINT)]
+    return points, points.astype("<u4").tobytes().decode("utf-32-le")
 
 
 def _escape(cp: int) -> str:
     return f"\\x{{{cp:x}}}"
 
 
-def _class_body(predicate: Callable[[str], bool]) -> str:
-    """Regex class body (without brackets) of every code point satisfying ``predicate``."""
-    ranges: list[tuple[int, int]] = []
-    for ch in _code_points():
-        if not predicate(ch):
-            continue
-        cp = ord(ch)
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
+def _class_body(pattern: str) -> str:
+    """Regex class body (without brackets) of the runs of code points that CPython's ``re``
+    matches with ``pattern`` (a class followed by ``+``).
+
+    ``re`` evaluates its classes in C with the interpreter's own predicates (``\\w`` is
+    ``str.isalnum() or "_"``, ``\\s`` is ``str.isspace()``), so scanning the string of all code
+    points in order yields the runs directly; no run spans the surrogate gap (neither class
+    holds next to it).
+    """
+    points, text = _code_points()
+    ranges = (
+        (int(points[m.start()]), int(points[m.end() - 1])) for m in re.finditer(pattern, text)
+    )
     return "".join(_escape(a) if a == b else f"{_escape(a)}-{_escape(b)}" for a, b in ranges)
 
 
 @cache
 def word_class() -> str:
     """Class body of the characters CPython's ``re`` treats as word characters (``\\w``)."""
-    return _class_body(lambda ch: ch.isalnum() or ch == "_")
+    return _class_body(r"\w+")
 
 
 @cache
 def space_class() -> str:
     """Class body of the characters ``str.split()`` splits on (``str.isspace()``)."""
-    return _class_body(str.isspace)
+    return _class_body(r"\s+")
 
 
 def ascii_punctuation_class() -> str:
@@ -83,7 +92,10 @@ def lowercase_mismatches() -> tuple[str, ...]:
     On CPython 3.11 with polars 2.x these are the capitals added in Unicode 15-16 (which CPython
     does not know and leaves unchanged).
     """
-    chars = _code_points()
-    lowered = pl.Series(chars, dtype=pl.String).str.to_lowercase().to_list()
-    pairs = zip(chars, lowered, strict=True)
-    return tuple(ch for ch, low in pairs if ch.lower() != low)
+    _, text = _code_points()
+    chars = pl.Series(values=[text.replace(_SEPARATOR, "")]).str.split("")
+    ours = chars.explode()
+    # One str.lower() call over the separated characters: the same as lowering each alone.
+    lowered = chars.list.join(_SEPARATOR).item().lower()
+    theirs = pl.Series(values=[lowered]).str.split(_SEPARATOR).explode()
+    return tuple(ours.filter(ours.str.to_lowercase() != theirs).to_list())
