@@ -15,7 +15,8 @@ the embedding model is not pickled but loaded once per worker process, the first
 needs it.
 
 ``row_hash`` identifies a record's content (every column of ``RECORD_SCHEMA``, not where the row
-came from): the MD5 of DuckDB's JSON rendering of the record, 16 bytes. It is stable across
+came from): the MD5 of DuckDB's JSON rendering of the record (its ``contexts`` replaced by their
+own MD5), 16 bytes. It is stable across
 processes, machines and polars versions, which is what incremental re-scoring
 (:mod:`pipeline.store`) needs.
 """
@@ -52,11 +53,21 @@ ROW_HASH = "row_hash"
 RECORD_BATCH_SCHEMA: dict[str, pl.DataType] = {**RECORD_SCHEMA, **PROVENANCE_SCHEMA}
 
 
-def row_hashes(records: pl.DataFrame) -> pl.Series:
-    """``row_hash`` of each record: MD5 of ``to_json`` of its ``RECORD_SCHEMA`` columns.
+#: Columns hashed once per distinct value before the record is hashed: they hold most of a
+#: record's bytes and repeat across the models and noise levels of one question.
+HASHED_ONCE: tuple[str, ...] = ("contexts",)
+_ROW = "__row"
 
-    Computed by DuckDB on the whole frame (no Python per row); the JSON rendering of a record is
-    fixed by its values and the canonical column order, so equal records hash equally anywhere.
+
+def row_hashes(records: pl.DataFrame) -> pl.Series:
+    """``row_hash`` of each record: MD5 of DuckDB's ``to_json`` of its ``RECORD_SCHEMA``
+    columns, in which each column of :data:`HASHED_ONCE` is replaced by the MD5 (hex) of its
+    own ``to_json``.
+
+    Equal records hash equally anywhere: the JSON rendering is fixed by the values and the
+    canonical column order. Each distinct ``contexts`` list is hashed once per batch (grouped
+    by value, not by an in-process hash), so the bytes hashed per row are those of the row's
+    own fields. Computed by DuckDB on whole frames, no Python per row.
     """
     content = records.select(
         pl.col(name).cast(dtype) if name in records.columns else pl.lit(None, dtype).alias(name)
@@ -64,11 +75,27 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
     )
     columns = ", ".join(f'"{name}" := "{name}"' for name in RECORD_SCHEMA)
     with duckdb.connect() as connection:
-        connection.register("content", content.to_arrow())
+        digests = {name: _value_digests(connection, content[name]) for name in HASHED_ONCE}
+        connection.register("content", content.with_columns(**digests).to_arrow())
         hashes = connection.sql(
             f"select unhex(md5(to_json(struct_pack({columns})))) as {ROW_HASH} from content"
         ).to_arrow_table()
     return pl.Series(ROW_HASH, hashes.column(0).combine_chunks(), dtype=pl.Binary)
+
+
+def _value_digests(connection: duckdb.DuckDBPyConnection, values: pl.Series) -> pl.Series:
+    """MD5 (hex) of DuckDB's ``to_json`` of each value, computed once per distinct value."""
+    groups = (
+        values.to_frame("value").with_row_index(_ROW)
+        .group_by("value", maintain_order=True).agg(_ROW)
+    )
+    connection.register("distinct_values", groups.select("value").to_arrow())
+    digests = connection.sql("select md5(to_json(value)) as d from distinct_values").pl()["d"]
+    connection.unregister("distinct_values")
+    return (
+        groups.select(_ROW, digest=digests).explode(_ROW).sort(_ROW)["digest"]
+        .alias(values.name)
+    )
 
 
 @dataclass(frozen=True)

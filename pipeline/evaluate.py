@@ -28,6 +28,7 @@ from pipeline.metrics.registry import (
 )
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, Inputs
+from pipeline.phases import phase
 from pipeline.schema import KEY_COLUMNS
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
 from pipeline.streaming import (  # noqa: F401 - re-exported: the batching rule of a run
@@ -153,11 +154,13 @@ def evaluate(
         result.n_rejected, len(specs),
     )
     if stats:
-        write_stats(out_dir, resamples=resamples, seed=seed)
+        with phase("statistics"):
+            write_stats(out_dir, resamples=resamples, seed=seed)
     if build_db:
         from pipeline.views import build_views
 
-        build_views(out_dir)
+        with phase("views"):
+            build_views(out_dir)
     return RunSummary(
         n_read=result.n_read,
         n_scored=result.n_scored,

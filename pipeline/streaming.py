@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -33,12 +34,16 @@ from pipeline.batch import (
     RECORD_BATCH_SCHEMA,
     ROW_HASH,
     BatchScorer,
+    CorpusStats,
     CorpusStatsBuilder,
     corpus_dependent,
     row_hashes,
 )
 from pipeline.config import Config
+from pipeline.io.readers import parquet_keys_unique
 from pipeline.metrics.registry import MetricSpec
+from pipeline.metrics.spec import NEEDS_IDF
+from pipeline.phases import PhaseTimer
 from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
 from pipeline.validate import DUPLICATE_REASON, KEY, iter_raw, iter_validated
 
@@ -170,11 +175,21 @@ def stream_scores(
     ``on_progress(stage, rows)`` reports rows read and validated (``"reading"``) and rows
     scored or reused (``"scoring"``), for progress bars.
     """
+    needs = {need for spec in specs for need in spec.needs}
+    if (
+        previous_scores is None and NEEDS_IDF not in needs and not pairs
+        and all(parquet_keys_unique(path, config, KEY) for path in inputs)
+    ):
+        log.info("single pass: no corpus statistics needed and no repeated key in the inputs")
+        return _single_pass(inputs, config, specs, sink, rejected_target, texts_target,
+                            batch_rows, chunk_rows, on_progress)
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
-        first = _read_and_validate(
-            inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
-        )
+        timer = PhaseTimer()
+        with timer.phase("read+validate"):
+            first = _read_and_validate(
+                inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
+            )
         rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
                                      DEFAULT_BATCH_BYTES)
         log.info(
@@ -186,13 +201,14 @@ def stream_scores(
         settings: dict[str, str | bool | int | float | list[str]] = {
             "memory_limit": duckdb_memory, "threads": 2, "preserve_insertion_order": False,
         }
-        with duckdb.connect(config=settings) as db:
+        with timer.phase("corpus"), duckdb.connect(config=settings) as db:
             split = _split(db, first, inputs, pairs, config, work_dir, chunk_rows,
                            previous_scores, rejected_target, texts_target)
         scorer = first.scorer
-        n_scored, n_reused = _score_records(
-            first, split, sink, specs, previous_corpus, rows_per_batch, on_progress
-        )
+        with timer.phase("scoring"):
+            n_scored, n_reused = _score_records(
+                first, split, sink, specs, previous_corpus, rows_per_batch, on_progress
+            )
         n_rejected = first.n_read - first.n_valid + split.n_duplicates
         result = StreamResult(n_read=first.n_read, n_scored=n_scored, n_reused=n_reused,
                               n_rejected=n_rejected)
@@ -201,6 +217,80 @@ def stream_scores(
         return result, scorer
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _single_pass(
+    inputs: Sequence[Path],
+    config: Config,
+    specs: Sequence[MetricSpec],
+    sink: ScoreSink,
+    rejected_target: Path,
+    texts_target: Path,
+    batch_rows: int,
+    chunk_rows: int,
+    on_progress: Callable[[str, int], None] | None,
+) -> tuple[StreamResult, BatchScorer]:
+    """Read, validate, score and write each chunk once: no work files, no second read.
+
+    Valid when no selected metric needs corpus statistics, the run is not incremental and no
+    input repeats a key (:func:`pipeline.io.readers.parquet_keys_unique`), so no row can turn
+    out a duplicate later. The candidate count is taken per batch: it decides how many
+    reference columns are compared, never a value. Rejected rows and texts are written in
+    input order (file, then row).
+    """
+    base = BatchScorer.for_config(config, specs=specs)
+    schema = base.output_schema
+    scorers: dict[int, BatchScorer] = {}
+    timer = PhaseTimer()
+    n_read = n_valid = 0
+    rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
+    texts_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).select(TEXT_COLUMNS).to_arrow().schema
+    with (
+        pq.ParquetWriter(rejected_target, rejected_schema, compression="zstd") as rejected_out,
+        pq.ParquetWriter(texts_target, texts_schema, compression="zstd") as texts_out,
+    ):
+        chunks = iter_validated(inputs, (), config, chunk_rows)
+        while True:
+            start = time.perf_counter()
+            chunk = next(chunks, None)
+            timer.add("read+validate", time.perf_counter() - start)
+            if chunk is None:
+                break
+            n_read += chunk.n_read
+            valid = chunk.records
+            n_valid += valid.height
+            start = time.perf_counter()
+            rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
+            texts_out.write_table(valid.select(TEXT_COLUMNS).to_arrow().cast(texts_schema))
+            timer.add("writing", time.perf_counter() - start)
+            rows = batch_rows_for(valid, batch_rows)
+            for offset in range(0, valid.height, rows):
+                batch = valid.slice(offset, rows)
+                start = time.perf_counter()
+                stats = CorpusStats(n_candidates=_candidates(batch))
+                scorer = scorers.setdefault(stats.n_candidates, replace(base, stats=stats))
+                scores = scorer.score_frame(batch).to_arrow().cast(schema)
+                middle = time.perf_counter()
+                sink.write(scores)
+                timer.add("scoring", middle - start)
+                timer.add("writing", time.perf_counter() - middle)
+                if on_progress is not None:
+                    on_progress("scoring", batch.height)
+            if on_progress is not None:
+                on_progress("reading", chunk.n_read)
+    timer.log_all(("read+validate", "scoring", "writing"))
+    log.info("single pass: %d rows read, %d valid", n_read, n_valid)
+    result = StreamResult(n_read=n_read, n_scored=n_valid, n_reused=0,
+                          n_rejected=n_read - n_valid)
+    return result, base
+
+
+def _candidates(records: pl.DataFrame) -> int:
+    """The candidate count of ``records``: the reference plus the longest ``references``."""
+    if records.height == 0:
+        return 1
+    longest = records.select(pl.col("references").list.len().max()).item()
+    return 1 + int(longest or 0)
 
 
 def _score_records(

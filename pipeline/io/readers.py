@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +205,47 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
             yield _finish(scan.slice(offset, chunk_rows).collect(), renames, source, offset)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
+
+
+def parquet_keys_unique(path: str | Path, config: Config, keys: Sequence[str]) -> bool:
+    """True when no two rows of the Parquet file ``path`` share their raw ``keys`` values.
+
+    Reads only the key columns. Answers False (so that the caller checks keys after
+    validation) whenever raw and canonical values might not correspond one to one: a file that
+    is not Parquet, or a key column stored in another dtype than its canonical one (``"0.5"``
+    and ``"0.50"`` differ as text but not as numbers). When it answers True, the validated
+    keys are unique too, since validation never changes a value of a canonical dtype.
+    """
+    source = os.fspath(path)
+    if Path(source).suffix.lower() != ".parquet":
+        return False
+    try:
+        schema = pq.read_schema(source)
+    except (pa.ArrowException, OSError):
+        return False
+    renames = {src: name for name, src in source_names(config).items() if name in keys}
+    present = {src: name for src, name in renames.items() if src in schema.names}
+    for src, name in present.items():
+        try:
+            dtype = pl.from_arrow(pa.table({src: pa.array([], schema.field(src).type)}))
+        except (pa.ArrowException, pl.exceptions.PolarsError):
+            return False
+        assert isinstance(dtype, pl.DataFrame)
+        if dtype.schema[src] != RECORD_SCHEMA[name]:
+            return False
+    if not present:
+        return pq.ParquetFile(source).metadata.num_rows <= 1
+    # Distinct hashes of the keys (polars' in-process hash): equal counts prove the keys
+    # distinct; a hash collision can only answer False, which is always safe.
+    key = pl.struct(list(present)).hash()
+    try:
+        distinct = (
+            pl.scan_parquet(source, hive_partitioning=False)
+            .select(key.n_unique() == pl.len()).collect().item()
+        )
+    except (pl.exceptions.PolarsError, OSError):
+        return False
+    return bool(distinct)
 
 
 # --- CSV and TSV --------------------------------------------------------------------------------
