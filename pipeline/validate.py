@@ -139,15 +139,17 @@ def validate_records(
         _join([pl.col(_problem(c)), *_value_checks(c, present)]).alias(_problem(c)) for c in present
     )
     lazy = lazy.with_columns(_join([pl.col(_problem(c)) for c in present]).alias(_REASON))
-    keys = [pl.col(_value(c)) for c in KEY if c in present]
-    first = pl.when(pl.col(_REASON).is_null()).then(pl.col(ROW_COLUMN)).min().over(keys)
-    duplicate = pl.col(_REASON).is_null() & (pl.col(ROW_COLUMN) != first) & check_duplicates
-    checked = lazy.with_columns(
-        pl.when(duplicate)
-        .then(pl.format(DUPLICATE_REASON, pl.col(_value("id")), first))
-        .otherwise(pl.col(_REASON))
-        .alias(_REASON)
-    ).collect()
+    if check_duplicates:
+        keys = [pl.col(_value(c)) for c in KEY if c in present]
+        first = pl.when(pl.col(_REASON).is_null()).then(pl.col(ROW_COLUMN)).min().over(keys)
+        duplicate = pl.col(_REASON).is_null() & (pl.col(ROW_COLUMN) != first)
+        lazy = lazy.with_columns(
+            pl.when(duplicate)
+            .then(pl.format(DUPLICATE_REASON, pl.col(_value("id")), first))
+            .otherwise(pl.col(_REASON))
+            .alias(_REASON)
+        )
+    checked = lazy.collect()
 
     good = checked.filter(pl.col(_REASON).is_null())
     records = good.select(
