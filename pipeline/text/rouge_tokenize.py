@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
 import polars as pl
-from nltk.stem.porter import PorterStemmer
 
 from pipeline.text.normalize import python_lower
+
+if TYPE_CHECKING:
+    from nltk.stem.porter import PorterStemmer
 
 _TOKEN = "[a-z0-9]+"
 _VALID_TOKEN = "^[a-z0-9]+$"
@@ -36,6 +39,9 @@ _STEMS: dict[str, str] = {}
 
 @cache
 def _stemmer() -> PorterStemmer:
+    # nltk (0.1 s to import) is loaded only by runs that stem, not by every command.
+    from nltk.stem.porter import PorterStemmer
+
     # The mode rouge-score uses: ``porter.PorterStemmer()`` (NLTK_EXTENSIONS).
     return PorterStemmer()
 
