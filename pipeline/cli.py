@@ -22,6 +22,7 @@ from pipeline import __version__
 from pipeline.config import Config, ConfigError, load_config
 from pipeline.embed.backends import EmbeddingBackendError
 from pipeline.logs import LOG_FORMATS, configure_logging
+from pipeline.phases import phase
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.schema import RGB_TASKS, InputError
@@ -264,7 +265,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.report is not None:
         from pipeline.report import write_report
 
-        print(f"\nreport: {write_report(summary.out_dir, args.report)}")
+        with phase("report"):
+            report = write_report(summary.out_dir, args.report)
+        print(f"\nreport: {report}")
     return EXIT_OK
 
 
