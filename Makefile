@@ -40,7 +40,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
 
+# Headline: `rag-eval evaluate` as a child process against per-row reference programs (SQuAD v2,
+# rouge-score, sacrebleu) on 1M short and 200k long rows, scores checked to agree, then per metric
+# family; then the kernel-only benchmarks. Quick run: make bench BENCH_ARGS="--short-rows 20000
+# --long-rows 5000"
+BENCH_ARGS ?= --families --json out/bench/bench_whole.json --markdown out/bench/bench_whole.md
+
 bench: $(STAMP)
+	$(BIN)/python bench/bench_whole.py $(BENCH_ARGS)
+	@echo "== kernel-only benchmarks: metric expressions in one process (no CLI, I/O or statistics) =="
 	$(BIN)/python bench/bench_answer_metrics.py
 	$(BIN)/python bench/bench_lexical.py
 	$(BIN)/python bench/bench_embeddings.py
