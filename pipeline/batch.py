@@ -27,7 +27,7 @@ import functools
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -231,15 +231,19 @@ class BatchScorer:
 
     @functools.cached_property
     def output_schema(self) -> pa.Schema:
-        """Key columns, ``row_hash``, one column per metric, ``signature``."""
-        empty = pl.DataFrame(schema=RECORD_BATCH_SCHEMA)
-        scorer = self
-        if self.stats.idf is None:  # the schema does not depend on the corpus: any table does
-            from pipeline.metrics.tfidf import IdfTable
+        """Key columns, ``row_hash``, one column per metric, ``signature``.
 
-            idf = IdfTable.from_texts(pl.Series([], dtype=pl.String))
-            scorer = replace(self, stats=replace(self.stats, idf=idf))
-        return scorer._score(empty).to_arrow().schema
+        Built from the declared dtypes (the record schema's and each spec's ``dtype``), so no
+        scoring is needed to know it; ``tests/test_evaluate.py`` checks that scoring gives
+        exactly this schema for every registered metric.
+        """
+        columns = {
+            **{name: RECORD_BATCH_SCHEMA[name] for name in KEY_COLUMNS},
+            ROW_HASH: pl.Binary(),
+            **{spec.name: spec.dtype for spec in self.specs},
+            "signature": pl.String(),
+        }
+        return pl.DataFrame(schema=columns).to_arrow().schema
 
     def inputs(self) -> Inputs:
         """The metric builders' inputs; the embedder is this process's shared one."""

@@ -8,8 +8,11 @@ import polars as pl
 import pytest
 from conftest import records
 
+from pipeline.batch import RECORD_BATCH_SCHEMA, BatchScorer, CorpusStats
 from pipeline.config import Config
 from pipeline.evaluate import SCORES_FILE, batch_rows_for, evaluate
+from pipeline.metrics.registry import REGISTRY
+from pipeline.metrics.tfidf import IdfTable
 
 ROWS = [
     {"id": f"r{i}", "question": f"What is item {i}?", "reference": f"answer {i % 3}",
@@ -45,3 +48,14 @@ def test_batching_does_not_change_scores(tmp_path: Path):
     assert outputs[0].equals(outputs[2])
     assert outputs[0].height == len(ROWS)
     assert outputs[0]["tfidf_relevance"].null_count() == 0
+
+
+def test_declared_output_schema_is_what_scoring_gives():
+    """The output schema comes from declared dtypes; scoring must produce exactly it."""
+    config = Config(metrics=tuple(REGISTRY), embedding_backend="hashed")
+    idf = IdfTable.from_texts(pl.Series(["a b", "b c"]))
+    scorer = BatchScorer.for_config(config, CorpusStats(n_candidates=2, idf=idf))
+    empty = pl.DataFrame(schema=RECORD_BATCH_SCHEMA)
+    scored = scorer.score_frame(empty).to_arrow().schema
+    assert scored.names == scorer.output_schema.names
+    assert scored.types == scorer.output_schema.types

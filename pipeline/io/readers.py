@@ -220,19 +220,13 @@ def parquet_keys_unique(path: str | Path, config: Config, keys: Sequence[str]) -
     if Path(source).suffix.lower() != ".parquet":
         return False
     try:
-        schema = pq.read_schema(source)
-    except (pa.ArrowException, OSError):
+        schema = pl.scan_parquet(source, hive_partitioning=False).collect_schema()
+    except (pl.exceptions.PolarsError, OSError):
         return False
     renames = {src: name for name, src in source_names(config).items() if name in keys}
-    present = {src: name for src, name in renames.items() if src in schema.names}
-    for src, name in present.items():
-        try:
-            dtype = pl.from_arrow(pa.table({src: pa.array([], schema.field(src).type)}))
-        except (pa.ArrowException, pl.exceptions.PolarsError):
-            return False
-        assert isinstance(dtype, pl.DataFrame)
-        if dtype.schema[src] != RECORD_SCHEMA[name]:
-            return False
+    present = {src: name for src, name in renames.items() if src in schema}
+    if any(schema[src] != RECORD_SCHEMA[name] for src, name in present.items()):
+        return False
     if not present:
         return pq.ParquetFile(source).metadata.num_rows <= 1
     # Distinct hashes of the keys (polars' in-process hash): equal counts prove the keys
