@@ -41,6 +41,10 @@ def _tokens(k: int) -> str:
     return f"_ref_tokens_{k}"
 
 
+#: SQuAD tokens of every entry of ``references`` (a list of token lists).
+_ALTERNATIVE_TOKENS = "_alternative_tokens"
+
+
 def _overlap(k: int) -> str:
     return f"_overlap_{k}"
 
@@ -73,12 +77,22 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
         needed.add("_tokens")
     response = compared_response(inputs.config)
     columns: dict[str, pl.Expr] = {}
+    alternatives: dict[str, pl.Expr] = {}
     overlaps: dict[str, pl.Expr] = {}
     clean = pl.col(RESPONSE)
     if "_tokens" in needed:
         columns["_response_tokens"] = squad_tokens(clean)
-        for k in range(inputs.n_candidates):
-            columns[_tokens(k)] = squad_tokens(candidate(k))
+        columns[_tokens(0)] = squad_tokens(candidate(0))
+        if inputs.n_candidates > 1:
+            # Every alternative reference tokenized in one pass over the list elements, not
+            # once per candidate position over mostly null columns.
+            columns[_ALTERNATIVE_TOKENS] = pl.col("references").list.eval(
+                squad_tokens(pl.element())
+            )
+        for k in range(1, inputs.n_candidates):
+            alternatives[_tokens(k)] = pl.col(_ALTERNATIVE_TOKENS).list.get(
+                k - 1, null_on_oob=True
+            )
     if "_overlap" in needed:
         for k in range(inputs.n_candidates):
             overlaps[_overlap(k)] = answer.multiset_overlap(
@@ -93,7 +107,7 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
             pl.col("citations"), pl.col("response")
         )
     columns.update(text_specs.intermediates(inputs, needed, clean))
-    stages = [{RESPONSE: response}, columns, overlaps]
+    stages = [{RESPONSE: response}, columns, alternatives, overlaps]
     return [stage for stage in stages if stage]
 
 
