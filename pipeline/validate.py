@@ -33,7 +33,7 @@ Nothing is coerced. The rules, checked with polars expressions over whole column
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +74,9 @@ MAX_EXACT_FLOAT = 2.0**53
 MAX_QUOTED = 60
 
 _REASON = "__reason"
+_BAD = "__bad"
+_DUPLICATE = "__duplicate"
+_FIRST = "__first"
 #: Reason of a duplicate key: the id, then the row of the first valid row with that key. The
 #: ``{}`` placeholders suit both polars ``pl.format`` and DuckDB ``format``.
 DUPLICATE_REASON = "duplicate id '{}' (first at row {})"
@@ -128,30 +131,34 @@ def validate_records(
     schema = frame.schema
 
     values: dict[str, pl.Expr] = {}
-    problems: dict[str, list[pl.Expr]] = {}
+    problems: dict[str, list[_Problem]] = {}
     for column in present:
         values[column], problems[column] = _parse(column, schema[column], RECORD_SCHEMA[column])
+    # First the cheap part over every row: values and a flag per problem; the reasons (string
+    # formatting) are then computed for the flagged rows only.
     lazy = frame.lazy().with_columns(
         *(expr.alias(_value(c)) for c, expr in values.items()),
-        *(_join(exprs).alias(_problem(c)) for c, exprs in problems.items()),
+        *(_flagged(found).alias(_flag(c)) for c, found in problems.items()),
     )
-    lazy = lazy.with_columns(
-        _join([pl.col(_problem(c)), *_value_checks(c, present)]).alias(_problem(c)) for c in present
-    )
-    lazy = lazy.with_columns(_join([pl.col(_problem(c)) for c in present]).alias(_REASON))
+    flagged = [
+        pl.col(_flag(c)) | _flagged(_value_checks(c, present, lambda name: pl.col(_flag(name))))
+        for c in present
+    ]
+    lazy = lazy.with_columns(pl.any_horizontal(flagged).alias(_BAD))
     if check_duplicates:
         keys = [pl.col(_value(c)) for c in KEY if c in present]
-        first = pl.when(pl.col(_REASON).is_null()).then(pl.col(ROW_COLUMN)).min().over(keys)
-        duplicate = pl.col(_REASON).is_null() & (pl.col(ROW_COLUMN) != first)
+        first = pl.when(~pl.col(_BAD)).then(pl.col(ROW_COLUMN)).min().over(keys)
         lazy = lazy.with_columns(
-            pl.when(duplicate)
-            .then(pl.format(DUPLICATE_REASON, pl.col(_value("id")), first))
-            .otherwise(pl.col(_REASON))
-            .alias(_REASON)
-        )
+            (~pl.col(_BAD) & (pl.col(ROW_COLUMN) != first)).alias(_DUPLICATE),
+            first.alias(_FIRST),
+        ).with_columns(pl.col(_BAD) | pl.col(_DUPLICATE))
     checked = lazy.collect()
-
-    good = checked.filter(pl.col(_REASON).is_null())
+    good = checked.filter(~pl.col(_BAD))
+    bad = _with_reasons(checked.filter(pl.col(_BAD)), problems, present, check_duplicates)
+    unexplained = bad.filter(pl.col(_REASON).is_null())  # a flag whose message is null
+    if unexplained.height:
+        good = pl.concat([good, unexplained.select(good.columns)]).sort(ROW_COLUMN)
+        bad = bad.filter(pl.col(_REASON).is_not_null())
     records = good.select(
         *(
             (pl.col(_value(c)) if c in present else pl.lit(None)).cast(dtype).alias(c)
@@ -160,7 +167,6 @@ def validate_records(
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
     )
-    bad = checked.filter(pl.col(_REASON).is_not_null())
     rejected = bad.select(
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
@@ -170,6 +176,37 @@ def validate_records(
     ).cast(pl.Schema(REJECTED_SCHEMA))
     log.info("%s: %d rows read, %d valid, %d rejected", path, frame.height, good.height, bad.height)
     return Validated(records=records, rejected=rejected, n_read=frame.height)
+
+
+def _with_reasons(
+    rows: pl.DataFrame, problems: dict[str, list[_Problem]], present: Sequence[str],
+    check_duplicates: bool,
+) -> pl.DataFrame:
+    """``rows`` (the flagged ones) with ``_REASON``: every problem of the row, joined."""
+    lazy = rows.lazy().with_columns(
+        _join([p.message_where_found() for p in found]).alias(_problem(c))
+        for c, found in problems.items()
+    )
+    lazy = lazy.with_columns(
+        _join([
+            pl.col(_problem(c)),
+            *(
+                p.message_where_found() for p in _value_checks(
+                    c, present, lambda name: pl.col(_problem(name)).is_not_null()
+                )
+            ),
+        ]).alias(_problem(c))
+        for c in present
+    )
+    lazy = lazy.with_columns(_join([pl.col(_problem(c)) for c in present]).alias(_REASON))
+    if check_duplicates:
+        lazy = lazy.with_columns(
+            pl.when(pl.col(_DUPLICATE))
+            .then(pl.format(DUPLICATE_REASON, pl.col(_value("id")), pl.col(_FIRST)))
+            .otherwise(pl.col(_REASON))
+            .alias(_REASON)
+        )
+    return lazy.collect()
 
 
 def raw_json(frame: pl.DataFrame, path: str) -> pl.Series:
@@ -257,7 +294,7 @@ def load_inputs(
 # --- per-column parsing: (value in the canonical dtype or null, problems) -----------------------
 
 
-def _parse(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Expr, list[pl.Expr]]:
+def _parse(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Expr, list[_Problem]]:
     col = pl.col(column)
     if isinstance(dtype, pl.Array):
         col, dtype = col.arr.to_list(), pl.List(dtype.inner)
@@ -274,7 +311,7 @@ def _parse(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Exp
     raise AssertionError(f"no parser for canonical dtype {target}")  # pragma: no cover
 
 
-def _text(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[pl.Expr]]:
+def _text(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[_Problem]]:
     if dtype == pl.String() or isinstance(dtype, (pl.Categorical, pl.Enum)):
         return col.cast(pl.String), []
     if dtype == JSON_VALUE:
@@ -288,7 +325,7 @@ def _text(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[
 
 def _number(
     column: str, col: pl.Expr, dtype: pl.DataType, *, integer: bool
-) -> tuple[pl.Expr, list[pl.Expr]]:
+) -> tuple[pl.Expr, list[_Problem]]:
     expected = "an integer" if integer else "a finite number"
     target = pl.Int64 if integer else pl.Float64
 
@@ -336,7 +373,7 @@ def _number(
 
 def _list(
     column: str, col: pl.Expr, dtype: pl.DataType, target: pl.List
-) -> tuple[pl.Expr, list[pl.Expr]]:
+) -> tuple[pl.Expr, list[_Problem]]:
     integers = target.inner == pl.Int64()
     expected = "a list of integers" if integers else "a list of strings"
     value: pl.Expr
@@ -374,7 +411,7 @@ def _list(
     ]
 
 
-def _groups(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[pl.Expr]]:
+def _groups(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, list[_Problem]]:
     """A list of groups of alternatives: every group a non-empty list of non-null strings.
 
     Accepted as a nested list column or as JSON text (``[["Paris"], ["1912", "in 1912"]]``).
@@ -428,14 +465,18 @@ def _decode(text: pl.Expr, target: pl.List) -> pl.Expr:
 # --- checks on parsed values --------------------------------------------------------------------
 
 
-def _value_checks(column: str, present: Sequence[str]) -> list[pl.Expr]:
+def _value_checks(
+    column: str, present: Sequence[str], explained: Callable[[str], pl.Expr]
+) -> list[_Problem]:
+    """Checks of a parsed value; ``explained(name)`` is true where column ``name`` already
+    has a type problem (a flag in the first pass, a reason in the second)."""
     value = pl.col(_value(column))
-    checks: list[pl.Expr] = []
+    checks: list[_Problem] = []
     if column in REQUIRED_COLUMNS:
         # a null that is not already explained by a type problem
         checks.append(
             _when(
-                value.is_null() & pl.col(_problem(column)).is_null(),
+                value.is_null() & ~explained(column),
                 pl.lit(f"{column}: is null (required)"),
             )
         )
@@ -447,7 +488,7 @@ def _value_checks(column: str, present: Sequence[str]) -> list[pl.Expr]:
         groups = pl.col(_value("answer_groups")) if "answer_groups" in present else pl.lit(None)
         answered = value.is_in(RGB_ANSWERED_TASKS) & groups.is_null()
         checks.append(_when(
-            answered & pl.col(_problem("answer_groups")).is_null()
+            answered & ~explained("answer_groups")
             if "answer_groups" in present else answered,
             pl.format("task: {} rows need answer_groups", value),
         ))
@@ -565,8 +606,26 @@ def _quoted(text: pl.Expr) -> pl.Expr:
     return pl.format("'{}'", short)
 
 
-def _when(condition: pl.Expr, message: pl.Expr) -> pl.Expr:
-    return pl.when(condition).then(message)
+@dataclass(frozen=True)
+class _Problem:
+    """A check: rows where ``condition`` holds are rejected with ``message``."""
+
+    condition: pl.Expr
+    message: pl.Expr
+
+    def message_where_found(self) -> pl.Expr:
+        return pl.when(self.condition).then(self.message)
+
+
+def _when(condition: pl.Expr, message: pl.Expr) -> _Problem:
+    return _Problem(condition, message)
+
+
+def _flagged(problems: Sequence[_Problem]) -> pl.Expr:
+    """True where any of ``problems`` holds (a null condition does not)."""
+    if not problems:
+        return pl.lit(False)
+    return pl.any_horizontal(p.condition.fill_null(False) for p in problems)
 
 
 def _join(problems: Sequence[pl.Expr]) -> pl.Expr:
@@ -579,6 +638,10 @@ def _join(problems: Sequence[pl.Expr]) -> pl.Expr:
 
 def _value(column: str) -> str:
     return f"__value_{column}"
+
+
+def _flag(column: str) -> str:
+    return f"__flag_{column}"
 
 
 def _problem(column: str) -> str:
