@@ -15,10 +15,9 @@ the embedding model is not pickled but loaded once per worker process, the first
 needs it.
 
 ``row_hash`` identifies a record's content (every column of ``RECORD_SCHEMA``, not where the row
-came from): the MD5 of DuckDB's JSON rendering of the record (its ``contexts`` replaced by their
-own MD5), 16 bytes. It is stable across
-processes, machines and polars versions, which is what incremental re-scoring
-(:mod:`pipeline.store`) needs.
+came from): XXH3-128 of a fixed, versioned encoding of the record (:func:`row_hashes`), 16 bytes.
+It is stable across processes, machines and polars versions, which is what incremental
+re-scoring (:mod:`pipeline.store`) needs.
 """
 
 from __future__ import annotations
@@ -31,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
+import numpy as np
 import polars as pl
+import polars_hash
 import pyarrow as pa
 
 from pipeline.config import Config
@@ -47,55 +47,42 @@ if TYPE_CHECKING:
     from pipeline.embed.cache import CachedEmbedder
     from pipeline.metrics.tfidf import IdfTable
 
-#: Column of every scored row: MD5 of the record's content (``Binary``, 16 bytes).
+#: Column of every scored row: XXH3-128 of the record's content (``Binary``, 16 bytes).
 ROW_HASH = "row_hash"
+#: ``polars_hash.hash_rows`` encoding behind ``row_hash`` (its version 1 never changes).
+ROW_ENCODING = 1
 #: Schema of a validated record batch, as :class:`BatchScorer` expects it.
 RECORD_BATCH_SCHEMA: dict[str, pl.DataType] = {**RECORD_SCHEMA, **PROVENANCE_SCHEMA}
 
 
-#: Columns hashed once per distinct value before the record is hashed: they hold most of a
-#: record's bytes and repeat across the models and noise levels of one question.
-HASHED_ONCE: tuple[str, ...] = ("contexts",)
-_ROW = "__row"
-
-
 def row_hashes(records: pl.DataFrame) -> pl.Series:
-    """``row_hash`` of each record: MD5 of DuckDB's ``to_json`` of its ``RECORD_SCHEMA``
-    columns, in which each column of :data:`HASHED_ONCE` is replaced by the MD5 (hex) of its
-    own ``to_json``.
+    """``row_hash`` of each record: XXH3-128 of its ``RECORD_SCHEMA`` columns, 16 bytes.
 
-    Equal records hash equally anywhere: the JSON rendering is fixed by the values and the
-    canonical column order. Each distinct ``contexts`` list is hashed once per batch (grouped
-    by value, not by an in-process hash), so the bytes hashed per row are those of the row's
-    own fields. Computed by DuckDB on whole frames, no Python per row.
+    The columns are cast to their canonical dtypes and encoded by ``polars_hash.hash_rows``
+    (encoding version 1, which its authors fix forever: unambiguous, nulls and lists
+    included, independent of column names and polars' memory layout), then hashed with
+    XXH3-128; the bytes are the hash's canonical big-endian form. Equal records hash equally
+    in any process, on any machine, with any polars version. Vectorized in Rust, no Python per
+    row.
     """
     content = records.select(
         pl.col(name).cast(dtype) if name in records.columns else pl.lit(None, dtype).alias(name)
         for name, dtype in RECORD_SCHEMA.items()
     )
-    columns = ", ".join(f'"{name}" := "{name}"' for name in RECORD_SCHEMA)
-    with duckdb.connect() as connection:
-        digests = {name: _value_digests(connection, content[name]) for name in HASHED_ONCE}
-        connection.register("content", content.with_columns(**digests).to_arrow())
-        hashes = connection.sql(
-            f"select unhex(md5(to_json(struct_pack({columns})))) as {ROW_HASH} from content"
-        ).to_arrow_table()
-    return pl.Series(ROW_HASH, hashes.column(0).combine_chunks(), dtype=pl.Binary)
-
-
-def _value_digests(connection: duckdb.DuckDBPyConnection, values: pl.Series) -> pl.Series:
-    """MD5 (hex) of DuckDB's ``to_json`` of each value, computed once per distinct value."""
-    groups = (
-        values.to_frame("value").with_row_index(_ROW)
-        .group_by("value", maintain_order=True).agg(_ROW)
+    two_64 = pl.lit(2**64, dtype=pl.UInt128)
+    halves = content.select(
+        polars_hash.hash_rows(pl.all(), version=ROW_ENCODING).nchash.xxh3_128().alias("hash")
+    ).select(
+        high=(pl.col("hash") // two_64).cast(pl.UInt64),
+        low=(pl.col("hash") % two_64).cast(pl.UInt64),
     )
-    connection.register("distinct_values", groups.select("value").to_arrow())
-    digests = connection.sql("select md5(to_json(value)) as d from distinct_values").pl()["d"]
-    connection.unregister("distinct_values")
-    return (
-        groups.select(_ROW, digest=digests).explode(_ROW).sort(_ROW)["digest"]
-        .alias(values.name)
+    packed = np.empty((halves.height, 2), dtype=">u8")
+    packed[:, 0] = halves["high"].to_numpy()
+    packed[:, 1] = halves["low"].to_numpy()
+    array = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(16), halves.height, [None, pa.py_buffer(packed.tobytes())]
     )
+    return pl.Series(ROW_HASH, array.cast(pa.binary()), dtype=pl.Binary)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from conftest import records
 
-from pipeline.batch import RECORD_BATCH_SCHEMA, BatchScorer, CorpusStats
+from pipeline.batch import RECORD_BATCH_SCHEMA, BatchScorer, CorpusStats, row_hashes
 from pipeline.config import Config
 from pipeline.evaluate import SCORES_FILE, batch_rows_for, evaluate
 from pipeline.metrics.registry import REGISTRY
@@ -59,3 +59,18 @@ def test_declared_output_schema_is_what_scoring_gives():
     scored = scorer.score_frame(empty).to_arrow().schema
     assert scored.names == scorer.output_schema.names
     assert scored.types == scorer.output_schema.types
+
+
+def test_row_hash_is_pinned_and_content_only():
+    """XXH3-128 of the versioned row encoding: a golden value, equal content equal hash."""
+    frame = pl.DataFrame(ROWS[:2])
+    hashes = row_hashes(frame)
+    assert hashes.dtype == pl.Binary and hashes.len() == 2
+    assert [h.hex() for h in hashes] == [
+        "5d7472b90577cb0e170b3788dac90263", "9f8449b8024d07b6c23ce95c9b509bf5",
+    ]
+    # Column order, provenance and extra columns do not matter; any value does.
+    shuffled = frame.select(reversed(frame.columns)).with_columns(source=pl.lit("elsewhere"))
+    assert row_hashes(shuffled).equals(hashes)
+    changed = frame.with_columns(pl.col("response").str.replace("The", "the"))
+    assert not (row_hashes(changed) == hashes).any()
