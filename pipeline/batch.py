@@ -169,14 +169,28 @@ class CorpusStatsBuilder:
 
 
 @functools.cache
-def _process_embedder(backend: str, cache_dir: str | None, batch_size: int) -> CachedEmbedder:
+def _process_embedder(
+    backend: str, cache_dir: str | None, batch_size: int, batch_tokens: int, device: str,
+    cache_float16: bool,
+) -> CachedEmbedder:
     """One embedder (model and cache handle) per process and setting: workers load it once."""
     from pathlib import Path
 
     from pipeline.embed import make_embedder
 
     return make_embedder(
-        backend, cache_dir=Path(cache_dir) if cache_dir else None, batch_size=batch_size
+        backend, cache_dir=Path(cache_dir) if cache_dir else None, batch_size=batch_size,
+        batch_tokens=batch_tokens, device=device, cache_float16=cache_float16,
+    )
+
+
+def process_embedder(config: Config) -> CachedEmbedder:
+    """This process's shared embedder for ``config``'s embedding settings."""
+    cache_dir = config.embedding_cache_dir
+    return _process_embedder(
+        config.embedding_backend, str(cache_dir) if cache_dir else None,
+        config.embedding_batch_size, config.embedding_batch_tokens, config.embedding_device,
+        config.embedding_cache_float16,
     )
 
 
@@ -232,16 +246,16 @@ class BatchScorer:
         }
         return pl.DataFrame(schema=columns).to_arrow().schema
 
+    @functools.cached_property
+    def embeds(self) -> bool:
+        """Whether a selected metric needs the embedding model."""
+        return NEEDS_EMBEDDER in {need for spec in self.specs for need in spec.needs}
+
     def inputs(self) -> Inputs:
         """The metric builders' inputs; the embedder is this process's shared one."""
         embedder = None
-        if NEEDS_EMBEDDER in {need for spec in self.specs for need in spec.needs}:
-            config = self.config
-            cache_dir = config.embedding_cache_dir
-            embedder = _process_embedder(
-                config.embedding_backend, str(cache_dir) if cache_dir else None,
-                config.embedding_batch_size,
-            )
+        if self.embeds:
+            embedder = process_embedder(self.config)
         return Inputs(
             config=self.config, n_candidates=self.stats.n_candidates, idf=self.stats.idf,
             embedder=embedder,

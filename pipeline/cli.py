@@ -22,9 +22,9 @@ from pipeline import __version__
 from pipeline.config import Config, ConfigError, load_config
 from pipeline.embed.backends import EmbeddingBackendError
 from pipeline.logs import LOG_FORMATS, configure_logging
-from pipeline.phases import phase
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.phases import phase
 from pipeline.schema import RGB_TASKS, InputError
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from pipeline.store import StoreBusyError
@@ -93,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="most rows scored per batch (fewer for long texts)")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument("--embedding-backend", metavar="SPEC",
-                    help="minilm (default), hashed, or sentence-transformers:<name or path>")
+                    help="minilm (default), static (fast screening, docs/embeddings.md), hashed, "
+                         "or sentence-transformers:<name or path>")
     ev.add_argument("--cache-dir", type=Path, metavar="DIR",
                     help="embedding cache (default: $XDG_CACHE_HOME/rag-eval/embeddings)")
     add_stats_options(ev)

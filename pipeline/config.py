@@ -62,12 +62,22 @@ DEFAULT_UNANSWERABLE_TYPES: tuple[str, ...] = ("impossible", "unanswerable")
 #: Embedding backend used for semantic and grounding metrics (see ``pipeline.embed``).
 DEFAULT_EMBEDDING_BACKEND = "minilm"
 #: Built-in embedding backends (see ``pipeline.embed.backends.backend_from_spec``).
-EMBEDDING_BACKENDS: tuple[str, ...] = ("minilm", "hashed")
+EMBEDDING_BACKENDS: tuple[str, ...] = ("minilm", "static", "hashed")
 SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
-#: Texts per inference batch of the embedding model.
-DEFAULT_EMBEDDING_BATCH_SIZE = 64
-#: Minimum cosine between a sentence and its cited passage for the sentence to be supported.
+#: Most texts per inference batch of the embedding model.
+DEFAULT_EMBEDDING_BATCH_SIZE = 256
+#: Most padded tokens (texts x longest text) per inference batch.
+DEFAULT_EMBEDDING_BATCH_TOKENS = 8192
+#: ``[embedding] device``: ``auto`` uses CUDA when onnxruntime has it and a GPU is visible.
+EMBEDDING_DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: Minimum cosine between a sentence and its cited passage for the sentence to be supported
+#: (calibrated for all-MiniLM-L6-v2).
 DEFAULT_TAU_SIM = 0.65
+#: The same threshold calibrated for the ``static`` backend, its default: the τ whose decisions
+#: agree best with MiniLM's at 0.65 on generated claim/passage pairs (docs/embeddings.md).
+STATIC_TAU_SIM = 0.74
+#: Default ``tau_sim`` of each backend that has its own (others use :data:`DEFAULT_TAU_SIM`).
+BACKEND_TAU_SIM: Mapping[str, float] = MappingProxyType({"static": STATIC_TAU_SIM})
 
 
 #: RGB answer-matching modes (see ``docs/rgb.md``): lenient normalized matching, normalized
@@ -112,10 +122,17 @@ class Config:
     #: ``minilm`` (default), ``hashed`` or ``sentence-transformers:<name or local path>``.
     embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
     embedding_batch_size: int = DEFAULT_EMBEDDING_BATCH_SIZE
+    embedding_batch_tokens: int = DEFAULT_EMBEDDING_BATCH_TOKENS
+    #: ``auto`` (CUDA when available), ``cpu`` or ``cuda``; never part of the signature (CPU
+    #: and GPU vectors agree within float error).
+    embedding_device: str = "auto"
     #: Where embeddings are cached on disk; None keeps them in memory for this process only.
     embedding_cache_dir: Path | None = None
+    #: Store cached vectors as float16 (half the disk; cosines move by < 1e-3).
+    embedding_cache_float16: bool = False
     #: Grounding threshold: cosine(sentence, cited passage) >= tau_sim supports a sentence.
-    tau_sim: float = DEFAULT_TAU_SIM
+    #: Left out (NaN), it is the backend's calibrated default (:data:`BACKEND_TAU_SIM`).
+    tau_sim: float = math.nan
     #: Replacement stopword list and synonym table for keyword metrics (None: bundled files).
     stopwords_file: Path | None = None
     synonyms_file: Path | None = None
@@ -143,10 +160,21 @@ class Config:
             raise ConfigError(f"[columns] maps several canonical columns to {duplicated}")
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
+        if math.isnan(self.tau_sim):
+            object.__setattr__(
+                self, "tau_sim", BACKEND_TAU_SIM.get(self.embedding_backend, DEFAULT_TAU_SIM)
+            )
         if not (math.isfinite(self.tau_sim) and -1.0 <= self.tau_sim <= 1.0):
             raise ConfigError(f"[grounding] tau_sim must be in [-1, 1], got {self.tau_sim}")
         if self.embedding_batch_size < 1:
             raise ConfigError("[embedding] batch_size must be a positive integer")
+        if self.embedding_batch_tokens < 256:
+            raise ConfigError("[embedding] batch_tokens must be at least 256")
+        if self.embedding_device not in EMBEDDING_DEVICES:
+            raise ConfigError(
+                f"[embedding] device {self.embedding_device!r} is unknown: use one of "
+                f"{', '.join(EMBEDDING_DEVICES)}"
+            )
         backend = self.embedding_backend
         if backend not in EMBEDDING_BACKENDS and not (
             backend.startswith(SENTENCE_TRANSFORMERS_PREFIX)
@@ -267,12 +295,15 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         synonyms = "my_synonyms.tsv"
 
         [embedding]
-        backend = "minilm"         # or "hashed", or "sentence-transformers:<name or path>"
-        batch_size = 64
+        backend = "minilm"         # or "static", "hashed", "sentence-transformers:<name or path>"
+        device = "auto"            # or "cpu", "cuda" (onnxruntime's CUDAExecutionProvider)
+        batch_size = 256           # most texts per inference batch
+        batch_tokens = 8192        # most padded tokens per inference batch
         cache_dir = "~/.cache/rag-eval/embeddings"
+        cache_float16 = false      # store cached vectors as float16
 
         [grounding]
-        tau_sim = 0.65
+        tau_sim = 0.65             # default: the backend's calibrated value
 
         [rgb]                      # RGB robustness suite (docs/rgb.md)
         mode = "flexible"          # or "strict", or "official" (the benchmark script's rules)
@@ -410,7 +441,20 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
                 raise ConfigError(f"{path}: [keywords] {key} file not found: {file}")
             values[f"{key}_file"] = file
 
-    embedding = _section(data, "embedding", {"backend", "batch_size", "cache_dir"}, path)
+    embedding = _section(
+        data, "embedding",
+        {"backend", "batch_size", "batch_tokens", "device", "cache_dir", "cache_float16"}, path,
+    )
+    if "batch_tokens" in embedding:
+        values["embedding_batch_tokens"] = _typed(
+            path, "[embedding] batch_tokens", embedding["batch_tokens"], int
+        )
+    if "device" in embedding:
+        values["embedding_device"] = _typed(path, "[embedding] device", embedding["device"], str)
+    if "cache_float16" in embedding:
+        values["embedding_cache_float16"] = _typed(
+            path, "[embedding] cache_float16", embedding["cache_float16"], bool
+        )
     if "backend" in embedding:
         values["embedding_backend"] = _typed(path, "[embedding] backend", embedding["backend"], str)
     if "batch_size" in embedding:

@@ -79,6 +79,9 @@ def prepare_inputs(
             config.embedding_backend,
             cache_dir=config.embedding_cache_dir,
             batch_size=config.embedding_batch_size,
+            batch_tokens=config.embedding_batch_tokens,
+            device=config.embedding_device,
+            cache_float16=config.embedding_cache_float16,
         )
     return Inputs(
         config=config, n_candidates=stats.n_candidates, idf=stats.idf, embedder=embedder

@@ -37,6 +37,7 @@ from pipeline.batch import (
     CorpusStats,
     CorpusStatsBuilder,
     corpus_dependent,
+    process_embedder,
     row_hashes,
 )
 from pipeline.config import Config
@@ -214,6 +215,7 @@ def stream_scores(
                               n_rejected=n_rejected)
         if n_scored + n_reused + n_rejected != first.n_read:  # pragma: no cover - invariant
             raise RuntimeError(f"row accounting broken: {result}")
+        _log_embeddings(scorer, n_scored)
         return result, scorer
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -282,7 +284,14 @@ def _single_pass(
     log.info("single pass: %d rows read, %d valid", n_read, n_valid)
     result = StreamResult(n_read=n_read, n_scored=n_valid, n_reused=0,
                           n_rejected=n_read - n_valid)
+    _log_embeddings(base, n_valid)
     return result, base
+
+
+def _log_embeddings(scorer: BatchScorer, rows: int) -> None:
+    """The run's embedding totals (texts and tokens encoded per row, texts/s, tokens/s)."""
+    if scorer.embeds:
+        process_embedder(scorer.config).log_total(rows=rows)
 
 
 def _candidates(records: pl.DataFrame) -> int:

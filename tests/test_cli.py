@@ -196,7 +196,7 @@ def test_second_run_hits_the_embedding_cache(tmp_path: Path, caplog):
     assert main([*args, "--out", str(tmp_path / "second")]) == 0
     second = [r.getMessage() for r in caplog.records if r.getMessage().startswith("embeddings:")]
     assert second and all(", 0 encoded" in m for m in second)
-    assert any(p.suffix == ".parquet" for p in cache.rglob("*"))
+    assert any(p.name.endswith(".keys.npy") for p in cache.rglob("*"))
     scores = [pl.read_parquet(tmp_path / d / "scores.parquet") for d in ("first", "second")]
     assert scores[0].drop("source").equals(scores[1].drop("source"))
     assert scores[0]["semantic_similarity"].null_count() == 0

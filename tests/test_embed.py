@@ -22,6 +22,7 @@ from pipeline.embed import (
     backend_from_spec,
 )
 from pipeline.embed.backends import MINILM_TOKENIZER_HINT, verify_file
+from pipeline.embed.cache import text_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,7 +203,8 @@ def test_second_call_and_new_instance_hit_the_cache(tmp_path, caplog):
 
     directory = embedder.cache.directory(backend)
     assert directory is not None and directory.parent.parent == tmp_path
-    assert len(list(directory.glob("shard-*.parquet"))) == 1
+    assert len(list(directory.glob("shard-*.keys.npy"))) == 1
+    assert len(list(directory.glob("shard-*.vectors.npy"))) == 1
     assert (directory / "model.json").is_file()
     assert not list(directory.glob(".tmp-*"))
 
@@ -226,34 +228,79 @@ def test_chunks_and_shards(tmp_path):
     directory = embedder.cache.directory(backend)
     assert directory is not None
     # Chunks of 3 are written once 4 or more wait: shards of 6 and 4 vectors.
-    assert len(list(directory.glob("shard-*.parquet"))) == 2
+    assert len(list(directory.glob("shard-*.keys.npy"))) == 2
     fresh = CachedEmbedder(backend, EmbeddingCache(tmp_path))
     np.testing.assert_array_equal(fresh.embed(texts), vectors)
     assert fresh.last.encoded == 0 and fresh.cache.size(backend) == 10
 
 
-def test_a_cache_over_its_memory_budget_is_searched_on_disk(tmp_path):
+def test_shards_are_memory_mapped_and_sorted_by_key(tmp_path):
     backend = Counting()
     texts = pl.Series([f"text {i}" for i in range(10)])
     reference = CachedEmbedder(backend, EmbeddingCache(None)).embed(texts)
-    # Budget 0: every shard goes to disk as soon as it is written, nothing stays in memory.
-    writer = CachedEmbedder(backend, EmbeddingCache(tmp_path, memory_bytes=0), chunk_size=3,
-                            shard_rows=4)
+    writer = CachedEmbedder(backend, EmbeddingCache(tmp_path), chunk_size=3, shard_rows=4)
     np.testing.assert_array_equal(writer.embed(texts), reference)
-    table = writer.cache._table(backend)
-    assert table.frames == [] and len(table.shards) == 2
+    shards = writer.cache._table(backend).shards
+    assert [len(s) for s in shards] == [6, 4]
+    for shard in shards:
+        assert isinstance(shard.vectors, np.memmap)
+        keys = [bytes(k) for k in np.asarray(shard.keys)]
+        assert keys == sorted(keys)
     backend.calls.clear()
     again = writer.embed(pl.Series(["text 3", "new", "text 9", None]))
     assert backend.encoded == ["new"]
     np.testing.assert_array_equal(again[[0, 2]], reference[[3, 9]])
     assert np.isnan(again[3]).all()
-    # A new instance over the same directory, still over budget, reads only what it looks up.
-    reader = CachedEmbedder(backend, EmbeddingCache(tmp_path, memory_bytes=0))
+    reader = CachedEmbedder(backend, EmbeddingCache(tmp_path))
     backend.calls.clear()
     np.testing.assert_array_equal(reader.embed(texts), reference)
     assert backend.calls == [] and reader.last.hits == 10
-    assert reader.cache._table(backend).frames == []
     assert reader.cache.size(backend) == 11
+
+
+def test_compaction_merges_small_shards(tmp_path):
+    backend = Counting()
+    texts = pl.Series([f"text {i}" for i in range(12)])
+    reference = CachedEmbedder(backend, EmbeddingCache(None)).embed(texts)
+    cache = EmbeddingCache(tmp_path, max_shards=3)
+    embedder = CachedEmbedder(backend, cache, chunk_size=1, shard_rows=1)
+    np.testing.assert_array_equal(embedder.embed(texts), reference)
+    directory = cache.directory(backend)
+    assert directory is not None
+    # Every fourth shard triggers a merge of all but the largest: never more than 3 stay.
+    assert len(cache._table(backend).shards) <= 3
+    assert len(list(directory.glob("shard-*.keys.npy"))) == len(cache._table(backend).shards)
+    assert len(list(directory.glob("shard-*.vectors.npy"))) == len(cache._table(backend).shards)
+    fresh = CachedEmbedder(backend, EmbeddingCache(tmp_path, max_shards=3))
+    np.testing.assert_array_equal(fresh.embed(texts), reference)
+    assert fresh.last.encoded == 0 and fresh.cache.size(backend) == 12
+
+
+def test_compaction_keeps_the_first_of_duplicate_keys():
+    backend = Counting()
+    cache = EmbeddingCache(None)
+    keys = text_keys(pl.Series(["a", "b"]))
+    cache.store(backend, keys, np.ones((2, 16), dtype=np.float32))
+    cache.store(backend, keys[:1], np.zeros((1, 16), dtype=np.float32))  # a concurrent copy
+    cache.compact(backend)
+    positions, vectors = cache.lookup(backend, keys)
+    assert sorted(positions.tolist()) == [0, 1] and vectors.sum() == 32
+    assert cache.size(backend) == 2
+
+
+def test_float16_storage_is_its_own_directory(tmp_path):
+    backend = HashedNgramBackend(dim=64)
+    texts = pl.Series(["the cat sat on the mat", "a dog ran in the park", "the cat ran"])
+    exact = CachedEmbedder(backend, EmbeddingCache(tmp_path)).embed(texts)
+    half_cache = EmbeddingCache(tmp_path, float16=True)
+    assert half_cache.directory(backend) != EmbeddingCache(tmp_path).directory(backend)
+    CachedEmbedder(backend, half_cache).embed(texts)
+    reader = CachedEmbedder(backend, EmbeddingCache(tmp_path, float16=True))
+    half = reader.embed(texts)
+    assert reader.last.hits == 3 and half.dtype == np.float32
+    np.testing.assert_allclose(half, exact, atol=1e-3)
+    cosines = (half[0] @ half[2], exact[0] @ exact[2])
+    assert abs(cosines[0] - cosines[1]) < 1e-3
 
 
 def test_models_do_not_share_vectors(tmp_path):
@@ -271,7 +318,7 @@ def test_unreadable_shard_is_skipped(tmp_path, caplog):
     CachedEmbedder(backend, EmbeddingCache(tmp_path)).embed(pl.Series(["a"]))
     directory = EmbeddingCache(tmp_path).directory(backend)
     assert directory is not None
-    (directory / "shard-0-broken.parquet").write_bytes(b"garbage")
+    (directory / "shard-0-broken.keys.npy").write_bytes(b"garbage")
     embedder = CachedEmbedder(backend, EmbeddingCache(tmp_path))
     with caplog.at_level(logging.WARNING):
         embedder.embed(pl.Series(["a"]))

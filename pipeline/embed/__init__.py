@@ -15,6 +15,8 @@ import functools
 from pathlib import Path
 
 from pipeline.embed.backends import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BATCH_TOKENS,
     EmbeddingBackend,
     EmbeddingBackendError,
     HashedNgramBackend,
@@ -39,14 +41,25 @@ __all__ = [
 
 
 @functools.cache
-def _shared_backend(spec: str, batch_size: int) -> EmbeddingBackend:
-    """One backend per (spec, batch size) and process: a model loads once per worker."""
-    return backend_from_spec(spec, batch_size=batch_size)
+def _shared_backend(spec: str, batch_size: int, batch_tokens: int, device: str
+                    ) -> EmbeddingBackend:
+    """One backend per setting and process: a model loads once per worker."""
+    return backend_from_spec(spec, batch_size=batch_size, batch_tokens=batch_tokens,
+                             device=device)
 
 
-def make_embedder(spec: str, *, cache_dir: Path | None, batch_size: int = 64) -> CachedEmbedder:
+def make_embedder(
+    spec: str,
+    *,
+    cache_dir: Path | None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    device: str = "auto",
+    cache_float16: bool = False,
+) -> CachedEmbedder:
     """The embedder a run uses: the backend named by ``spec`` behind the cache in ``cache_dir``.
 
     The backend is shared by every embedder of the process (model files load lazily, once).
     """
-    return CachedEmbedder(_shared_backend(spec, batch_size), EmbeddingCache(cache_dir))
+    backend = _shared_backend(spec, batch_size, batch_tokens, device)
+    return CachedEmbedder(backend, EmbeddingCache(cache_dir, float16=cache_float16))

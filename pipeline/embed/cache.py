@@ -1,15 +1,16 @@
 """Embedding cache on disk and the embedder the metrics call: :class:`CachedEmbedder`.
 
-Layout: one directory per (backend name, model id) under the cache root,
-``<root>/<backend name>/<model slug>-<12 hex of sha256(name, model id, dim)>/``, holding
-``model.json`` (name, model id, dim, for people) and Parquet shards ``shard-*.parquet`` with two
-columns: ``key`` (Binary, the sha256 of the text's UTF-8 bytes) and ``vector``
-(``Array(Float32, dim)``). Shards are only ever added, each written atomically under a unique
-name, so concurrent runs never corrupt the cache (at worst both encode the same text; the first
-copy wins on load). A directory's shards are read once per :class:`EmbeddingCache` instance, the
-first time that model is looked up, when their vectors fit its memory budget; a larger cache is
-searched on disk at each lookup (see :class:`EmbeddingCache`). Lookups are joins of the
-requested keys against those tables, never Python loops over rows.
+Layout: one directory per (backend name, model id, layout, storage type) under the cache root,
+``<root>/<backend name>/<model slug>-<12 hex of sha256(name, model id, dim)>-v2[-f16]/``,
+holding ``model.json`` (name, model id, dim, for people) and shards, each a pair of ``.npy``
+files sorted by key: ``shard-*.keys.npy`` (uint8 ``(n, 32)``, the sha256 of each text's UTF-8
+bytes) and ``shard-*.vectors.npy`` (``(n, dim)``, float32 or float16). Shards are written
+atomically under unique names, so concurrent runs never corrupt the cache (at worst both encode
+the same text; a lookup takes the first shard that has it); they are memory-mapped, looked up
+by binary search on an 8-byte key prefix (confirmed on the whole key) and merged when there are
+too many (see :class:`EmbeddingCache`). Lookups are vectorized: never a Python loop over rows.
+The Parquet shards of the first layout (``shard-*.parquet``, directories without ``-v2``) are
+no longer read: the cache is disposable, and a run re-encodes what it needs.
 
 Null texts: :meth:`CachedEmbedder.embed` returns a row of NaN for a null input (never a made-up
 vector); callers mask null inputs themselves (see ``pipeline.metrics.semantic``). ``""`` is an
@@ -24,6 +25,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ import polars as pl
 from tqdm import tqdm
 
 from pipeline.embed.backends import EmbeddingBackend
-from pipeline.io.atomic import atomic_path, write_parquet_atomic
+from pipeline.io.atomic import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +46,14 @@ PROGRESS_THRESHOLD = 2000
 DEFAULT_CHUNK_SIZE = 1024
 #: Encoded vectors kept in memory before they are written as a shard.
 DEFAULT_SHARD_ROWS = 50_000
-#: Memory the cache of one model may hold; beyond it the shards are searched on disk.
-DEFAULT_MEMORY_BYTES = 512 * 2**20
+#: Shards of one model beyond which the smaller ones are merged.
+DEFAULT_MAX_SHARDS = 8
+#: Most vectors one compaction merges (and holds in memory).
+MERGE_ROWS = 2_000_000
+#: Layout version in the model directory's name (v1: Parquet shards, no longer read).
+LAYOUT = "-v2"
+KEYS_SUFFIX = ".keys.npy"
+VECTORS_SUFFIX = ".vectors.npy"
 
 
 def text_keys(texts: pl.Series) -> pl.Series:
@@ -64,38 +72,112 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:60] or "model"
 
 
+def _prefixes(keys: np.ndarray) -> np.ndarray:
+    """First 8 bytes of each 32-byte key as a big-endian uint64 (sorts as the keys do)."""
+    return keys[:, :8].copy().view(">u8").ravel().astype(np.uint64)
+
+
+@dataclass
+class _Shard:
+    """Vectors sorted by key: ``prefixes`` (uint64), ``keys`` (uint8, n x 32), ``vectors``
+    (float32 or float16, n x dim); memory-mapped when ``path`` is set."""
+
+    prefixes: np.ndarray
+    keys: np.ndarray
+    vectors: np.ndarray
+    path: Path | None = None
+
+    @classmethod
+    def build(cls, keys: np.ndarray, vectors: np.ndarray) -> _Shard:
+        """A shard of distinct ``keys`` (any order; the first of equal keys wins)."""
+        prefixes = _prefixes(keys)
+        # Sorted by prefix only (stable): two different keys share 8 bytes with odds of 2**-64
+        # per pair, and then the second is merely a cache miss.
+        order = np.argsort(prefixes, kind="stable")
+        keys, vectors, prefixes = keys[order], vectors[order], prefixes[order]
+        keep = np.ones(len(keys), dtype=bool)
+        same = prefixes[1:] == prefixes[:-1]
+        keep[1:][same] = np.any(keys[1:][same] != keys[:-1][same], axis=1)
+        return cls(prefixes[keep], keys[keep], vectors[keep])
+
+    @classmethod
+    def open(cls, keys_path: Path) -> _Shard:
+        keys = np.load(keys_path, mmap_mode="r")
+        vectors = np.load(_vectors_path(keys_path), mmap_mode="r")
+        if keys.ndim != 2 or keys.shape[1] != 32 or len(vectors) != len(keys):
+            raise ValueError(f"shapes {keys.shape} and {vectors.shape} do not match")
+        return cls(_prefixes(np.asarray(keys)), keys, vectors, keys_path)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def find(self, keys: np.ndarray, prefixes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions in ``keys`` present in this shard and their rows here (binary search)."""
+        rows = np.searchsorted(self.prefixes, prefixes)
+        inside = rows < len(self.prefixes)
+        hit = np.zeros(len(keys), dtype=bool)
+        hit[inside] = self.prefixes[rows[inside]] == prefixes[inside]
+        # Equal prefixes (8 bytes) are confirmed on the whole key.
+        candidates = np.flatnonzero(hit)
+        if len(candidates):
+            same = np.all(np.asarray(self.keys[rows[candidates]]) == keys[candidates], axis=1)
+            hit[candidates[~same]] = False
+        found = np.flatnonzero(hit)
+        return found, rows[found]
+
+    def write(self, directory: Path) -> Path:
+        """Write as ``shard-<unique>.keys.npy`` and its vectors file; returns the keys file."""
+        stem = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        keys_path = directory / f"{stem}{KEYS_SUFFIX}"
+        # The vectors first: a keys file is only ever visible with its vectors beside it.
+        for path, array in ((_vectors_path(keys_path), self.vectors), (keys_path, self.keys)):
+            with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(array))
+        return keys_path
+
+
+def _vectors_path(keys_path: Path) -> Path:
+    return keys_path.with_name(keys_path.name[: -len(KEYS_SUFFIX)] + VECTORS_SUFFIX)
+
+
 @dataclass
 class _Table:
     directory: Path | None
     dim: int
-    #: Vectors held in memory (all of them while the cache fits the budget).
-    frames: list[pl.DataFrame]
-    #: Shards not held in memory, searched on disk at each lookup (over-budget caches only).
-    shards: list[Path] = field(default_factory=list)
+    shards: list[_Shard] = field(default_factory=list)
 
     @property
-    def held_bytes(self) -> int:
-        return int(sum(frame.estimated_size() for frame in self.frames))
+    def rows(self) -> int:
+        return sum(len(shard) for shard in self.shards)
 
 
 class EmbeddingCache:
-    """Vectors by (backend, model, text hash), in Parquet shards under ``cache_dir``.
+    """Vectors by (backend, model, text hash) in key-sorted shards under ``cache_dir``.
 
-    ``cache_dir=None`` keeps vectors in memory for the life of this object only (unbounded:
-    use a cache directory for large runs). With a directory, memory is bounded by
-    ``memory_bytes``: a cache whose shards fit is read into memory once; a larger one stays on
-    disk and each lookup scans the shards' ``key`` column for the requested keys (a predicate
-    pushed into the Parquet reader), reading only the matching vectors; vectors this process
-    adds are held until they exceed the budget, then dropped from memory (they are on disk).
+    Each shard is a pair of ``.npy`` files, ``shard-*.keys.npy`` (the 32-byte keys, sorted) and
+    ``shard-*.vectors.npy`` (float32, or float16 with ``float16=True``), memory-mapped on
+    open: nothing but the key prefixes (8 bytes a vector) is read into memory, and a lookup is
+    a binary search per shard followed by a gather of the rows found, so its cost grows with the
+    number of shards and the log of their size, not with the vectors cached. Shards are only
+    added, each written atomically under a unique name; when a model has more than
+    ``max_shards`` shards, the smallest are merged into one (:meth:`compact`), so their number
+    stays small: about ``max_shards + total / MERGE_ROWS``. ``cache_dir=None`` keeps the same
+    shards in memory for the life of this object only.
+
+    Float16 storage halves the disk and page-cache footprint and moves cosines by less than
+    1e-3 (docs/embeddings.md); it is a separate directory (suffix ``-f16``), so float32 and
+    float16 vectors never mix.
     """
 
     def __init__(
-        self, cache_dir: Path | str | None, memory_bytes: int = DEFAULT_MEMORY_BYTES
+        self, cache_dir: Path | str | None, *, float16: bool = False,
+        max_shards: int = DEFAULT_MAX_SHARDS,
     ) -> None:
-        if memory_bytes < 0:
-            raise ValueError("memory_bytes must be 0 or more")
+        if max_shards < 2:
+            raise ValueError("max_shards must be 2 or more")
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
-        self.memory_bytes = memory_bytes
+        self.float16 = float16
+        self.max_shards = max_shards
         self._tables: dict[tuple[str, str], _Table] = {}
 
     def directory(self, backend: EmbeddingBackend) -> Path | None:
@@ -104,119 +186,114 @@ class EmbeddingCache:
             return None
         ident = f"{backend.name}\0{backend.model_id}\0{backend.dim}".encode()
         digest = hashlib.sha256(ident).hexdigest()[:12]
-        return self.cache_dir / _slug(backend.name) / f"{_slug(backend.model_id)}-{digest}"
+        suffix = "-f16" if self.float16 else ""
+        return (self.cache_dir / _slug(backend.name)
+                / f"{_slug(backend.model_id)}-{digest}{LAYOUT}{suffix}")
 
     def lookup(self, backend: EmbeddingBackend, keys: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         """Positions in ``keys`` found in the cache and their vectors (float32, ``(h, dim)``)."""
         table = self._table(backend)
-        if (not table.frames and not table.shards) or keys.is_empty():
+        wanted = _key_matrix(keys)
+        positions: list[np.ndarray] = []
+        vectors: list[np.ndarray] = []
+        open_ = np.arange(len(wanted))
+        for shard in table.shards:
+            if not len(open_):
+                break
+            found, rows = shard.find(wanted[open_], _prefixes(wanted[open_]))
+            if len(found):
+                order = np.argsort(rows)  # ascending rows read a memory map front to back
+                positions.append(open_[found[order]])
+                vectors.append(np.asarray(shard.vectors[rows[order]], dtype=np.float32))
+                open_ = np.delete(open_, found)
+        if not positions:
             return np.empty(0, dtype=np.int64), np.empty((0, backend.dim), dtype=np.float32)
-        wanted = pl.DataFrame({"key": keys, "position": np.arange(len(keys), dtype=np.int64)})
-        parts = []
-        if table.frames:
-            parts.append(wanted.join(pl.concat(table.frames, rechunk=False), on="key"))
-            wanted = wanted.join(parts[0], on="key", how="anti")
-        if table.shards and wanted.height:
-            on_disk = (
-                pl.scan_parquet(table.shards)
-                .filter(pl.col("key").is_in(wanted["key"].implode()))
-                .unique(subset="key", keep="any")
-                .collect()
-            )
-            parts.append(wanted.join(on_disk, on="key"))
-        found = pl.concat(parts) if parts else wanted.head(0)
-        positions = found["position"].to_numpy()
-        vectors = _as_matrix(found["vector"], backend.dim)
-        return positions, vectors
+        return np.concatenate(positions), np.concatenate(vectors)
 
     def store(self, backend: EmbeddingBackend, keys: pl.Series, vectors: np.ndarray) -> None:
-        """Add vectors for ``keys`` (distinct, not yet cached): in memory, and as a new shard."""
+        """Add vectors for ``keys`` (distinct, not yet cached) as a new shard."""
         if keys.is_empty():
             return
         table = self._table(backend)
-        frame = pl.DataFrame(
-            {
-                "key": keys.rename("key"),
-                "vector": pl.Series(
-                    "vector", np.ascontiguousarray(vectors, dtype=np.float32),
-                    dtype=pl.Array(pl.Float32, backend.dim),
-                ),
-            }
-        )
-        table.frames.append(frame)
-        if table.directory is None:
-            return
-        self._write_model_card(backend, table.directory)
-        name = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
-        write_parquet_atomic(frame, table.directory / name)
-        if table.held_bytes > self.memory_bytes:
-            log.debug("embedding cache: over %d bytes, keeping vectors on disk", self.memory_bytes)
-            table.shards.extend(self._shard_files(table))
-            table.frames.clear()
+        dtype = np.float16 if self.float16 else np.float32
+        shard = _Shard.build(_key_matrix(keys), np.asarray(vectors, dtype=dtype))
+        if table.directory is not None:
+            table.directory.mkdir(parents=True, exist_ok=True)
+            self._write_model_card(backend, table.directory)
+            shard = _Shard.open(shard.write(table.directory))
+        table.shards.append(shard)
+        if len(table.shards) > self.max_shards:
+            self.compact(backend)
 
     def size(self, backend: EmbeddingBackend) -> int:
-        """Distinct vectors cached for ``backend``'s model (in memory and on disk)."""
+        """Vectors cached for ``backend``'s model (distinct after a compaction; shards written
+        by concurrent runs may hold a few duplicates until then)."""
+        return self._table(backend).rows
+
+    def compact(self, backend: EmbeddingBackend) -> None:
+        """Merge the smallest shards into one sorted shard without duplicate keys.
+
+        Shards are taken smallest first while together they hold at most
+        :data:`MERGE_ROWS` vectors (at least two), so a compaction never rewrites the bulk of
+        a large cache nor holds more than that in memory; keys already in a shard that is kept
+        (written by a concurrent run) are dropped. The merged inputs are deleted after the
+        merged shard is in place (a concurrent reader that mapped them keeps reading them; a
+        cache is disposable).
+        """
         table = self._table(backend)
-        if not table.shards:
-            return sum(f.height for f in table.frames)
-        return pl.scan_parquet(table.shards).select(pl.col("key").n_unique()).collect().item()
+        if len(table.shards) < 2:
+            return
+        ordered = sorted(table.shards, key=len)
+        sizes = np.cumsum([len(shard) for shard in ordered])
+        n_merge = max(2, int(np.searchsorted(sizes, MERGE_ROWS, side="right")))
+        merge, keep = ordered[:n_merge][::-1], ordered[n_merge:]
+        # Largest first, as lookups search them: a duplicated key keeps the vector it had.
+        keys = np.concatenate([np.asarray(s.keys) for s in merge])
+        vectors = np.concatenate([np.asarray(s.vectors) for s in merge])
+        for shard in keep:
+            duplicates, _ = shard.find(keys, _prefixes(keys))
+            keys, vectors = np.delete(keys, duplicates, axis=0), np.delete(vectors, duplicates, 0)
+        merged = _Shard.build(keys, vectors)
+        if table.directory is not None:
+            merged = _Shard.open(merged.write(table.directory))
+            for shard in merge:
+                assert shard.path is not None
+                for path in (shard.path, _vectors_path(shard.path)):
+                    path.unlink(missing_ok=True)
+        table.shards = sorted([*keep, merged], key=len, reverse=True)
+        log.debug("embedding cache: merged %d shards into one of %d vectors", len(merge),
+                  len(merged))
 
     def _table(self, backend: EmbeddingBackend) -> _Table:
         ident = (backend.name, backend.model_id)
         if ident not in self._tables:
             directory = self.directory(backend)
-            table = _Table(directory, backend.dim, [])
-            if directory is not None:
-                shards = self._readable_shards(directory, backend.dim)
-                if _vector_bytes(shards, backend.dim) <= self.memory_bytes:
-                    table.frames = self._load(shards, directory)
-                else:  # more vectors than the budget holds: searched on disk instead
-                    log.info("embedding cache: %d shards in %s searched on disk", len(shards),
-                             directory)
-                    table.shards = shards
+            table = _Table(directory, backend.dim)
+            if directory is not None and directory.is_dir():
+                table.shards = self._open_shards(directory, backend.dim)
             self._tables[ident] = table
+            if len(table.shards) > self.max_shards:
+                self.compact(backend)
         return self._tables[ident]
 
-    def _shard_files(self, table: _Table) -> list[Path]:
-        """Shards of ``table`` on disk not yet in its on-disk list."""
-        assert table.directory is not None
-        listed = set(table.shards)
-        return [p for p in sorted(table.directory.glob("shard-*.parquet")) if p not in listed]
-
     @staticmethod
-    def _readable_shards(directory: Path, dim: int) -> list[Path]:
-        """Shards of ``directory`` with the expected schema (a cache is disposable: others are
-        skipped with a warning)."""
-        shards = sorted(directory.glob("shard-*.parquet")) if directory.is_dir() else []
-        expected = pl.Schema({"key": pl.Binary(), "vector": pl.Array(pl.Float32, dim)})
-        readable = []
-        for shard in shards:
+    def _open_shards(directory: Path, dim: int) -> list[_Shard]:
+        """The readable shards of ``directory``, largest first (a cache is disposable:
+        unreadable ones are skipped with a warning)."""
+        shards = []
+        for path in sorted(directory.glob(f"shard-*{KEYS_SUFFIX}")):
             try:
-                schema = pl.read_parquet_schema(shard)
-            except Exception as exc:
-                log.warning("embedding cache: skipping unreadable shard %s (%s)", shard, exc)
+                shard = _Shard.open(path)
+                if shard.vectors.ndim != 2 or shard.vectors.shape[1] != dim:
+                    raise ValueError(f"vectors of shape {shard.vectors.shape}, expected dim {dim}")
+            except (OSError, ValueError) as exc:
+                log.warning("embedding cache: skipping unreadable shard %s (%s)", path, exc)
                 continue
-            if schema != expected:
-                log.warning("embedding cache: skipping shard %s with schema %s", shard,
-                            dict(schema))
-                continue
-            readable.append(shard)
-        return readable
-
-    @staticmethod
-    def _load(shards: list[Path], directory: Path) -> list[pl.DataFrame]:
-        frames = []
-        for shard in shards:
-            try:
-                frames.append(pl.read_parquet(shard))
-            except Exception as exc:  # a cache is disposable: skip what cannot be read
-                log.warning("embedding cache: skipping unreadable shard %s (%s)", shard, exc)
-        if not frames:
-            return []
-        table = pl.concat(frames).unique(subset="key", keep="first", maintain_order=True)
-        log.debug("embedding cache: %d vectors from %d shards in %s", table.height,
-                  len(frames), directory)
-        return [table]
+            shards.append(shard)
+        shards.sort(key=len, reverse=True)
+        log.debug("embedding cache: %d vectors in %d shards in %s",
+                  sum(map(len, shards)), len(shards), directory)
+        return shards
 
     @staticmethod
     def _write_model_card(backend: EmbeddingBackend, directory: Path) -> None:
@@ -230,19 +307,11 @@ class EmbeddingCache:
             tmp.write_text(text + "\n", encoding="utf-8")
 
 
-def _vector_bytes(shards: list[Path], dim: int) -> int:
-    """Bytes the vectors of ``shards`` take in memory (key and float32 vector per row), from
-    the Parquet footers: compressed file sizes say little (sparse vectors compress well)."""
-    import pyarrow.parquet as pq
-
-    rows = sum(pq.ParquetFile(shard).metadata.num_rows for shard in shards)
-    return rows * (32 + 4 * dim)
-
-
-def _as_matrix(vectors: pl.Series, dim: int) -> np.ndarray:
-    if vectors.is_empty():
-        return np.empty((0, dim), dtype=np.float32)
-    return np.asarray(vectors.to_numpy(), dtype=np.float32).reshape(len(vectors), dim)
+def _key_matrix(keys: pl.Series) -> np.ndarray:
+    """The 32-byte keys of ``keys`` (Binary) as a uint8 ``(n, 32)`` matrix."""
+    if keys.is_empty():
+        return np.empty((0, 32), dtype=np.uint8)
+    return np.frombuffer(b"".join(keys.to_list()), dtype=np.uint8).reshape(len(keys), 32)
 
 
 @dataclass
@@ -251,13 +320,17 @@ class EmbedStats:
 
     ``texts``: input rows (nulls included); ``unique``: distinct non-null texts; ``hits``:
     distinct texts found in the cache; ``encoded``: distinct texts the backend encoded;
-    ``seconds``: wall time of the calls; ``encode_seconds``: of that, time in the backend.
+    ``tokens``: tokens the backend encoded (0 for a backend that does not count them);
+    ``rows``: records the calls served, as the callers declared them; ``seconds``: wall time of
+    the calls; ``encode_seconds``: of that, time in the backend.
     """
 
     texts: int = 0
     unique: int = 0
     hits: int = 0
     encoded: int = 0
+    tokens: int = 0
+    rows: int = 0
     seconds: float = 0.0
     encode_seconds: float = 0.0
 
@@ -266,8 +339,25 @@ class EmbedStats:
         self.unique += other.unique
         self.hits += other.hits
         self.encoded += other.encoded
+        self.tokens += other.tokens
+        self.rows += other.rows
         self.seconds += other.seconds
         self.encode_seconds += other.encode_seconds
+
+    def describe(self) -> str:
+        """One log line: counts, per-row figures (when ``rows`` is known) and rates."""
+        per_row = (
+            f" ({self.unique / self.rows:.2f} unique texts and {self.tokens / self.rows:.0f} "
+            f"tokens encoded per row of {self.rows})" if self.rows else ""
+        )
+        seconds = self.encode_seconds
+        texts_s = self.encoded / seconds if seconds > 0 else 0.0
+        tokens_s = self.tokens / seconds if seconds > 0 else 0.0
+        return (
+            f"{self.texts} texts, {self.unique} unique, {self.hits} cache hits, {self.encoded} "
+            f"encoded, {self.tokens} tokens{per_row} in {seconds:.2f} s "
+            f"({texts_s:.0f} texts/s, {tokens_s:.0f} tokens/s)"
+        )
 
 
 class CachedEmbedder:
@@ -276,9 +366,15 @@ class CachedEmbedder:
     Each :meth:`embed` call deduplicates its texts, looks the distinct ones up in the cache,
     encodes only the misses (in chunks of ``chunk_size``, with a progress bar above
     :data:`PROGRESS_THRESHOLD` misses when stderr is a terminal), stores them and logs one INFO
-    line ``embeddings: N texts, U unique, H cache hits, M encoded in S s (R texts/s)``
-    (``S``: time in the backend, ``R = M / S``). Counters: :attr:`last` (the latest call) and
-    :attr:`total` (since construction).
+    line ``embeddings: label: N texts, U unique, H cache hits, M encoded, T tokens (u unique
+    texts and t tokens encoded per row of R) in S s (X texts/s, Y tokens/s)`` (``S``: time in
+    the backend). Counters: :attr:`last` (the latest call) and :attr:`total` (since
+    construction); :meth:`log_total` logs the total of a run.
+
+    Calls are serialized by a lock: polars may evaluate two embedding metrics of one frame on
+    two threads, and the second must find the texts the first encoded (a response read by
+    ``semantic_similarity`` and ``semantic_relevance`` is encoded once) rather than encode them
+    again on the same cores.
     """
 
     def __init__(
@@ -300,17 +396,31 @@ class CachedEmbedder:
         self.progress = progress
         self.last = EmbedStats()
         self.total = EmbedStats()
+        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
         return self.backend.dim
 
-    def embed(self, texts: pl.Series) -> np.ndarray:
+    def embed(self, texts: pl.Series, *, rows: int = 0, label: str = "") -> np.ndarray:
         """Vectors for ``texts`` (float32, ``(len(texts), dim)``), aligned with the input.
 
-        Rows of equal texts are equal; a null text gives a row of NaN.
+        Rows of equal texts are equal; a null text gives a row of NaN. ``rows`` (the records
+        these texts come from) and ``label`` (the caller) only feed the log line and counters.
         """
+        with self._lock:
+            return self._embed(texts, rows, label)
+
+    def log_total(self, rows: int | None = None, level: int = logging.INFO) -> None:
+        """Log :attr:`total` as one line (``rows``: the run's records, for per-row figures)."""
+        total = self.total
+        if rows is not None:
+            total = EmbedStats(**{**total.__dict__, "rows": rows})
+        log.log(level, "embeddings (run, %s): %s", self.backend.name, total.describe())
+
+    def _embed(self, texts: pl.Series, rows: int, label: str) -> np.ndarray:
         started = time.perf_counter()
+        tokens_before = int(getattr(self.backend, "tokens_seen", 0))
         texts = texts.cast(pl.String).rename("text")
         unique = texts.drop_nulls().unique(maintain_order=True)
         keys = text_keys(unique)
@@ -337,15 +447,14 @@ class CachedEmbedder:
 
         stats = EmbedStats(
             texts=len(texts), unique=len(unique), hits=len(positions), encoded=len(misses),
+            tokens=int(getattr(self.backend, "tokens_seen", 0)) - tokens_before, rows=rows,
             seconds=time.perf_counter() - started, encode_seconds=encode_seconds,
         )
         self.last = stats
         self.total.add(stats)
-        rate = stats.encoded / encode_seconds if encode_seconds > 0 else 0.0
         log.log(
             logging.INFO if stats.texts else logging.DEBUG,
-            "embeddings: %d texts, %d unique, %d cache hits, %d encoded in %.2f s (%.0f texts/s)",
-            stats.texts, stats.unique, stats.hits, stats.encoded, encode_seconds, rate,
+            "embeddings: %s%s", f"{label}: " if label else "", stats.describe(),
         )
         return out
 

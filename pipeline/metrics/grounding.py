@@ -36,7 +36,7 @@ from pipeline.text.sentences import split_sentences
 class Embedder(Protocol):
     """What grounding needs from :class:`pipeline.embed.CachedEmbedder`."""
 
-    def embed(self, texts: pl.Series) -> np.ndarray: ...
+    def embed(self, texts: pl.Series, *, rows: int = 0, label: str = "") -> np.ndarray: ...
 
 
 def grounding_counts(
@@ -88,7 +88,7 @@ def grounding_counts(
     )
     pairs = eligible.join(passages, on=["_row", "_passage"], how="left", maintain_order="left")
 
-    supported = _supported(pairs, embedder, tau_sim)
+    supported = _supported(pairs, embedder, tau_sim, frame.height)
     n_supported = pairs.filter(supported).group_by("_row").len("n_supported")
     return (
         rows.join(n_supported, on="_row", how="left", maintain_order="left")
@@ -99,12 +99,18 @@ def grounding_counts(
     )
 
 
-def _supported(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float) -> pl.Series:
-    """``cosine(claim, passage) >= tau_sim`` per pair; False where the passage is null."""
+def _supported(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, rows: int
+               ) -> pl.Series:
+    """``cosine(claim, passage) >= tau_sim`` per pair; False where the passage is null.
+
+    Only claims and the passages they cite are embedded: a passage no eligible sentence cites
+    is never encoded (rows x passages would be several times the text).
+    """
     n = pairs.height
     present = pairs["passage"].is_not_null().to_numpy()
     vectors = embedder.embed(pl.concat([pairs["claim"].filter(present),
-                                        pairs["passage"].filter(present)]))
+                                        pairs["passage"].filter(present)]),
+                             rows=rows, label="grounding")
     m = int(present.sum())
     cosine = np.einsum("ij,ij->i", vectors[:m].astype(np.float64), vectors[m:].astype(np.float64))
     supported = np.zeros(n, dtype=bool)

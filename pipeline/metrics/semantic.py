@@ -19,7 +19,9 @@ import polars as pl
 from pipeline.embed.cache import CachedEmbedder
 
 
-def cosine_similarity(left: pl.Series, right: pl.Series, embedder: CachedEmbedder) -> pl.Series:
+def cosine_similarity(
+    left: pl.Series, right: pl.Series, embedder: CachedEmbedder, *, label: str = ""
+) -> pl.Series:
     """Row-wise cosine of the embeddings of ``left`` and ``right`` (Float64, in ``[-1, 1]``).
 
     Null where either side is null. Both columns go to the embedder in one call, so a text that
@@ -36,7 +38,8 @@ def cosine_similarity(left: pl.Series, right: pl.Series, embedder: CachedEmbedde
     both = (left.is_not_null() & right.is_not_null()).to_numpy()
     n = int(both.sum())
     vectors = embedder.embed(pl.concat([left.cast(pl.String).filter(both),
-                                        right.cast(pl.String).filter(both)]))
+                                        right.cast(pl.String).filter(both)]),
+                             rows=len(left), label=label)
     dots = np.einsum(
         "ij,ij->i", vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
     )
@@ -52,7 +55,9 @@ def semantic_similarity(
 
     Negative cosines (unrelated texts) count as no similarity.
     """
-    return cosine_similarity(response, reference, embedder).clip(0.0, 1.0)
+    return cosine_similarity(response, reference, embedder, label="semantic_similarity").clip(
+        0.0, 1.0
+    )
 
 
 def semantic_relevance(
@@ -60,4 +65,4 @@ def semantic_relevance(
 ) -> pl.Series:
     """Cosine of question and response embeddings, not clamped: in ``[-1, 1]``, null if either
     is null."""
-    return cosine_similarity(question, response, embedder)
+    return cosine_similarity(question, response, embedder, label="semantic_relevance")
