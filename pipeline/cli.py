@@ -86,8 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--spark-master", default="local[2]", metavar="URL",
                     help="Spark master for --engine spark (default local[2])")
     ev.add_argument("--no-stats", action="store_true",
-                    help="skip bootstrap intervals and comparisons (they hold all scores in "
-                         "memory; for very large runs)")
+                    help="skip bootstrap intervals and paired comparisons (docs/statistics.md)")
     ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
     ev.add_argument("--batch-rows", type=int, default=None,
                     help="most rows scored per batch (fewer for long texts)")

@@ -134,8 +134,8 @@ def evaluate(
     Every output is written atomically. ``on_progress(stage, rows)`` reports rows read
     (``"reading"``) and scored (``"scoring"``); the CLI drives its progress bars with it.
     ``resamples`` and ``seed`` drive the bootstrap intervals and paired comparisons of
-    :func:`pipeline.stats.write_stats`, which ``stats=False`` skips (they hold every score in
-    memory).
+    :func:`pipeline.stats.write_stats` (per-question sums in bounded memory), which
+    ``stats=False`` skips.
     """
     specs = resolve_metrics(config.metrics)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -254,11 +254,12 @@ def evaluate_to_store(
             finally:
                 sink.close()
             if stats:
-                scores = pl.read_parquet(
+                scores = pl.scan_parquet(
                     staged.dir / SCORES_DIR, hive_partitioning=True,
                     hive_schema={"model": pl.String},
                 ).select(*KEY_COLUMNS, *metrics, "signature")
-                write_stats(staged.dir, resamples=resamples, seed=seed, scores=scores)
+                with phase("statistics"):
+                    write_stats(staged.dir, resamples=resamples, seed=seed, scores=scores)
             counts = {
                 "read": result.n_read, "scored": result.n_scored, "reused": result.n_reused,
                 "rejected": result.n_rejected,

@@ -24,23 +24,57 @@ Two tables are written beside ``scores.parquet``:
   the slice rows of one (model_a, model_b, metric); ``significant`` is ``p_adjusted < 0.05``.
 
 Rows whose metric has no value in a group (``n == 0`` / ``n_pairs == 0``) are left out.
-Randomness is seeded per group: ``SeedSequence([seed, *sha256(group key)])``, so a group's
-numbers do not depend on which other groups exist, and the same seed gives identical files.
 With ``resamples=0`` the bootstrap intervals and permutation p-values are null; Wilson
 intervals and McNemar tests are still computed.
+
+How it is computed. The scores are read once (or in a few passes, see below), only the key and
+metric columns, and reduced to *sufficient statistics*: per (group, cluster) the sums and counts
+of each metric, per (model pair, slice, cluster) the sums of ``a - b`` and the number of pairs
+with both values. Every resample is then a matrix product over clusters; no row is held after
+its pass. The rule that picks the cluster is global (one per table, from the distinct ids of
+all the scores):
+
+* **Exact** (at most :data:`EXACT_MAX_IDS` = 2048 distinct ids): a cluster is an id, and each
+  group has its own generator ``SeedSequence([seed, *sha256(JSON group key)[:16] as 4 uint32])``
+  with keys ``("interval", view, model, noise_level, category)``,
+  ``("bootstrap", model_a, model_b, slice, slice_value)`` and ``("permutation", ...)``. Each
+  resample draws the group's ids with replacement (``rng.integers``, ids in ascending order,
+  a null id first) and the sign-flip test draws ``rng.integers(0, 2)`` per id: the cluster
+  bootstrap exactly as the package computed it before sufficient statistics (same draws; sums
+  may differ in the last bit), and a group's numbers do not depend on other groups.
+* **Bucketed** (more ids): ids are hashed into :data:`BUCKETS` = 2048 buckets by
+  :func:`bucket_of` (the top 11 bits of md5 of the UTF-8 id, stable across library versions), and
+  buckets are resampled instead of ids. One weight matrix ``W`` (resamples x buckets; each row
+  the counts of ``buckets`` uniform draws, i.e. multinomial) comes from
+  ``SeedSequence([seed, *sha256(["interval", "buckets"])])`` for the intervals and from
+  ``["bootstrap", "buckets"]`` for the comparisons, and is applied to every group at once:
+  questions are resampled jointly across slices, which is a valid cluster bootstrap since a
+  bucket is a union of whole questions. A small group sees ``W`` restricted to the few buckets
+  it occupies: close to the Poisson(1) bootstrap. The sign-flip test uses one sign matrix from
+  ``["permutation", "buckets"]`` on the bucket sums of the per-question differences: a sum of
+  independent symmetric differences is symmetric, so the test stays a valid randomization
+  test. The numbers depend on the seed and the data only; ``method`` names the buckets.
+
+Both regimes give the same ``n``, ``mean``, Wilson intervals and McNemar tests (closed forms
+over the same counts). Float sums are added by ``np.bincount`` in row order, so the same input
+gives byte-identical files. Above :data:`PASS_ROWS` rows the rows are read in passes over
+disjoint sets of clusters (``cluster % passes``), which bounds memory by the rows of one pass
+plus groups x clusters; totals across passes may then differ from one pass in the last bit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import polars as pl
 
@@ -59,6 +93,7 @@ __all__ = [
     "StatsSummary",
     "benjamini_hochberg",
     "binary_columns",
+    "bucket_of",
     "comparison_table",
     "holm",
     "interval_table",
@@ -98,6 +133,15 @@ VIEWS: dict[str, tuple[str, ...]] = {
     "by_model_noise": ("noise_level",),
     "by_model_category": ("category",),
 }
+
+#: At most this many distinct ids: the exact cluster bootstrap (one generator per group). Its
+#: cost grows as groups x ids x resamples (about 15 ns per draw); beyond it ids are hashed into
+#: :data:`BUCKETS` buckets.
+EXACT_MAX_IDS = 2048
+#: Buckets of the bucketed regime (a power of two; see :func:`bucket_of`).
+BUCKETS = 2048
+#: Rows of the scores grouped by pairing key in one pass of the comparisons.
+PASS_ROWS = 2_000_000
 
 #: Elements of one resampling matrix (B x n_ids): 2**24 float64 = 128 MiB; with the int32
 #: draws and the int64 counts behind it a chunk peaks near 320 MiB.
@@ -324,25 +368,16 @@ def _check_resamples(resamples: int) -> None:
         raise ValueError(f"resamples must be >= 0, got {resamples}")
 
 
+def _check_buckets(buckets: int) -> None:
+    if not (8 <= buckets <= 2**16 and buckets & (buckets - 1) == 0):
+        raise ValueError(f"buckets must be a power of two in [8, 65536], got {buckets!r}")
+
+
 def _rng(seed: int, *key: Any) -> np.random.Generator:
     """A generator for one group: the seed plus four words of sha256 of the group key as JSON."""
     digest = hashlib.sha256(json.dumps(key).encode()).digest()
     words = np.frombuffer(digest[:16], dtype="<u4").tolist()
     return np.random.default_rng(np.random.SeedSequence([seed, *words]))
-
-
-def _cluster_sums(ids: pl.Series, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-id sums and counts of the non-NaN ``values`` (rows x metrics); ids in sorted order."""
-    if ids.len() == 0:
-        return np.zeros((0, values.shape[1])), np.zeros((0, values.shape[1]))
-    codes = ids.rank("dense").fill_null(0).to_numpy()
-    order = np.argsort(codes, kind="stable")
-    ordered = codes[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    present = ~np.isnan(values[order])
-    sums = np.add.reduceat(np.where(present, values[order], 0.0), starts, axis=0)
-    counts = np.add.reduceat(present.astype(np.float64), starts, axis=0)
-    return sums, counts
 
 
 def _chunks(resamples: int, n_ids: int) -> list[int]:
@@ -416,159 +451,474 @@ def _permutation_p(
     return (1.0 + extreme) / (resamples + 1.0)
 
 
-def _float_matrix(frame: pl.DataFrame, columns: list[str]) -> np.ndarray:
-    """Columns as a float64 matrix (rows x columns) with NaN for nulls."""
-    if not columns:
-        return np.zeros((frame.height, 0))
-    matrix = frame.select(pl.col(columns).cast(pl.Float64)).to_numpy()
-    return matrix.reshape(frame.height, len(columns))
+def _bucket_weights(rng: np.random.Generator, resamples: int, buckets: int) -> np.ndarray:
+    """Multinomial bootstrap weights (resamples x buckets, int32): ``buckets`` draws per row.
+
+    A draw is the top ``log2(buckets)`` bits of a little-endian uint32 of ``rng.bytes``, so it is
+    uniform over the buckets without rejection.
+    """
+    shift = np.uint32(32 - (buckets.bit_length() - 1))
+    weights = np.empty((resamples, buckets), dtype=np.int32)
+    start = 0
+    for size in _chunks(resamples, buckets):
+        raw = np.frombuffer(rng.bytes(4 * size * buckets), dtype="<u4")
+        draws = (raw >> shift).astype(np.int64).reshape(size, buckets)
+        draws += (np.arange(size, dtype=np.int64) * buckets)[:, None]
+        counts = np.bincount(draws.ravel(), minlength=size * buckets)
+        weights[start : start + size] = counts.reshape(size, buckets)
+        start += size
+    return weights
+
+
+def _bucket_signs(rng: np.random.Generator, resamples: int, buckets: int) -> np.ndarray:
+    """Sign-flip patterns as packed bits (resamples x buckets / 8, uint8): bit 1 keeps a sign."""
+    raw = np.frombuffer(rng.bytes(resamples * buckets // 8), dtype=np.uint8)
+    return raw.reshape(resamples, buckets // 8)
+
+
+def _distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of ``matrix`` and, per column, the index of its distinct column."""
+    fingerprint = np.sin(np.arange(1, matrix.shape[0] + 1)) @ matrix
+    _, first, inverse = np.unique(fingerprint, return_index=True, return_inverse=True)
+    distinct = matrix[:, first]
+    if not np.array_equal(distinct[:, inverse], matrix):  # a fingerprint collision
+        return matrix, np.arange(matrix.shape[1])
+    return distinct, inverse
+
+
+def _bucket_bootstrap(
+    sums: np.ndarray, counts: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of ``(w @ sums) / (w @ counts)`` per column (buckets x columns).
+
+    Columns without counts are skipped (NaN); equal count columns (the metrics of a group
+    without missing values) share one product.
+    """
+    resamples, buckets = weights.shape
+    low, high = np.full(sums.shape[1], np.nan), np.full(sums.shape[1], np.nan)
+    active = np.flatnonzero(counts.any(axis=0))
+    width = max(1, _CHUNK_ELEMENTS // max(buckets, resamples, 1))
+    for first in range(0, active.size, width):
+        block = active[first : first + width]
+        distinct, inverse = _distinct_columns(counts[:, block])
+        means = np.empty((resamples, block.size))
+        start = 0
+        for size in _chunks(resamples, buckets):
+            w = weights[start : start + size].astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[start : start + size] = (
+                    (w @ sums[:, block]) / (w @ distinct)[:, inverse]
+                )
+            start += size
+        low[block], high[block] = _percentile_interval(means)
+    return low, high
+
+
+def _bucket_permutation_p(summed_diffs: np.ndarray, packed_signs: np.ndarray) -> np.ndarray:
+    """:func:`_permutation_p` with the signs of :func:`_bucket_signs` (buckets x columns)."""
+    resamples = packed_signs.shape[0]
+    buckets = packed_signs.shape[1] * 8
+    observed = np.abs(summed_diffs.sum(axis=0))
+    tolerance = 1e-9 * np.maximum(1.0, np.abs(summed_diffs).sum(axis=0))
+    extreme = np.zeros(summed_diffs.shape[1], dtype=np.int64)
+    start = 0
+    for size in _chunks(resamples, buckets):
+        bits = np.unpackbits(packed_signs[start : start + size], axis=1)
+        signs = 2.0 * bits.astype(np.float64) - 1.0
+        flipped = np.abs(signs @ summed_diffs)
+        extreme += np.count_nonzero(flipped >= observed - tolerance, axis=0)
+        start += size
+    return (1.0 + extreme) / (resamples + 1.0)
 
 
 def _nullable(values: np.ndarray) -> pl.Series:
     return pl.Series(values, dtype=pl.Float64, nan_to_null=True)
 
 
+# --------------------------------------------------------------------------- sufficient statistics
+
+
+def bucket_of(ids: pl.Series, buckets: int = BUCKETS) -> pl.Series:
+    """The bucket of each id: the top ``log2(buckets)`` bits of the first 4 bytes of md5 (UTF-8).
+
+    Computed by DuckDB's ``md5``; equal to
+    ``int(hashlib.md5(id.encode()).hexdigest()[:8], 16) >> (32 - log2(buckets))``, so stable
+    across versions of polars, DuckDB and Python. A null id goes to bucket 0.
+
+    >>> bucket_of(pl.Series(["q1", None]), 4096).to_list()
+    [2526, 0]
+    """
+    _check_buckets(buckets)
+    frame = pl.DataFrame({"id": ids.cast(pl.String)})
+    connection = duckdb.connect()
+    try:
+        connection.register("ids", frame.to_arrow())
+        hexes = connection.sql("select left(md5(id), 8) as h from ids").pl()["h"]
+    finally:
+        connection.close()
+    shift = 32 - (buckets.bit_length() - 1)
+    codes = hexes.str.to_integer(base=16).cast(pl.UInt64) // (1 << shift)
+    return codes.fill_null(0).cast(pl.UInt32).rename("cluster")
+
+
+#: Key columns coded as small integers: each value its rank among the non-null values, null last.
+_CODED: tuple[str, ...] = ("model", "noise_level", "category", "task", "run")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a pass needs to code rows: the clusters, the dictionaries of the key columns."""
+
+    mapping: pl.DataFrame  # id, idx (rank of the id, null first), cluster; one row per id
+    exact: bool  # clusters are ids (idx), else md5 buckets
+    clusters: int  # number of cluster codes
+    values: dict[str, list[Any]]  # column -> sorted non-null values ([] if the column is absent)
+    metrics: list[str]
+    binary: np.ndarray
+    rows: int
+
+    def size(self, column: str) -> int:
+        """Codes of a key column: its values and null."""
+        return len(self.values[column]) + 1
+
+
+def _layout(lf: pl.LazyFrame, exact_max_ids: int, buckets: int) -> _Layout:
+    _check_buckets(buckets)
+    schema = lf.collect_schema()
+    present = [c for c in _CODED if c in schema]
+    as_type = {c: pl.Float64 if c == "noise_level" else pl.String for c in present}
+    ids, rows, *dictionaries = pl.collect_all(
+        [
+            lf.select(pl.col("id").unique()),
+            lf.select(pl.len()),
+            *(lf.select(pl.col(c).cast(as_type[c]).drop_nulls().unique()) for c in present),
+        ],
+        engine="streaming",
+    )
+    values = {c: frame[c].sort().to_list() for c, frame in zip(present, dictionaries, strict=True)}
+    id_values = ids["id"].sort(nulls_last=False)  # the order of the exact bootstrap's ranks
+    idx = pl.Series("idx", np.arange(id_values.len(), dtype=np.uint32))
+    exact = id_values.len() <= exact_max_ids
+    cluster = idx.rename("cluster") if exact else bucket_of(id_values, buckets)
+    binary_set = set(binary_columns(schema))
+    metrics = metric_columns(schema)
+    return _Layout(
+        mapping=pl.DataFrame([id_values, idx, cluster]),
+        exact=exact,
+        clusters=id_values.len() if exact else buckets,
+        values={c: values.get(c, []) for c in _CODED},
+        metrics=metrics,
+        binary=np.array([m in binary_set for m in metrics], dtype=bool),
+        rows=int(rows.item()),
+    )
+
+
+def _passes(
+    lf: pl.LazyFrame, layout: _Layout
+) -> Iterator[tuple[dict[str, np.ndarray], list[np.ndarray]]]:
+    """The rows in passes over disjoint sets of clusters of about :data:`PASS_ROWS` rows each:
+    integer codes of the key columns, ``idx`` and ``cluster``, and one array per metric (NaN for
+    null or NaN). Only these columns are read; rows keep their order."""
+    codes = []
+    for column in _CODED:
+        values = layout.values[column]
+        if not values:
+            continue
+        source = pl.col(column).cast(pl.Float64 if column == "noise_level" else pl.String)
+        codes.append(
+            source.replace_strict(values, list(range(len(values))), default=len(values),
+                                  return_dtype=pl.Int64)
+            .fill_null(len(values)).alias(column)
+        )
+    columns: list[pl.Expr] = [
+        pl.col("id"), *codes,
+        *(pl.col(m).cast(pl.Float64).fill_null(float("nan")).alias(f"_m{j}")
+          for j, m in enumerate(layout.metrics)),
+    ]
+    names = [f"_m{j}" for j in range(len(layout.metrics))]
+    passes = max(1, math.ceil(layout.rows / PASS_ROWS))
+    for part in range(passes):
+        mapping, rows = layout.mapping, lf
+        if passes > 1:
+            mapping = mapping.filter(pl.col("cluster") % passes == part)
+            rows = rows.filter(pl.col("id").is_in(mapping["id"].implode(), nulls_equal=True))
+        batch = rows.select(*columns).collect(engine="streaming").join(
+            mapping, on="id", how="left", nulls_equal=True, maintain_order="left"
+        )
+        arrays = {
+            c: batch[c].to_numpy() if c in batch.columns else np.full(batch.height, 0, np.int64)
+            for c in _CODED
+        }
+        arrays["idx"] = batch["idx"].to_numpy().astype(np.int64)
+        arrays["cluster"] = batch["cluster"].to_numpy().astype(np.int64)
+        columns_of_metrics = [batch[c].to_numpy() for c in names]  # no copies
+        del batch
+        yield arrays, columns_of_metrics
+        del arrays, columns_of_metrics  # before the next pass is read
+
+
+def _sum_by(
+    cell: np.ndarray, values: list[np.ndarray], size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell sums and counts of the non-NaN ``values`` (metrics x rows): (metrics x size) each.
+
+    ``np.bincount`` adds in row order, so the sums do not depend on anything but the rows.
+    """
+    sums = np.empty((len(values), size))
+    counts = np.empty((len(values), size))
+    rows = None
+    for j, column in enumerate(values):
+        missing = np.isnan(column)
+        if missing.any():
+            sums[j] = np.bincount(cell, weights=np.where(missing, 0.0, column), minlength=size)
+            counts[j] = np.bincount(cell, weights=(~missing).astype(np.float64), minlength=size)
+        else:
+            sums[j] = np.bincount(cell, weights=column, minlength=size)
+            if rows is None:
+                rows = np.bincount(cell, minlength=size).astype(np.float64)
+            counts[j] = rows
+    return sums, counts
+
+
+def _roll_up(fine: np.ndarray, axes: list[int]) -> np.ndarray:
+    """Slices of a fine grid (..., n_1, ..., n_k, clusters) whose last code on each axis is null:
+    ``all`` (the sum over every axis), then each non-null value of each axis in turn."""
+    lead = fine.ndim - len(axes) - 1
+    every = tuple(range(lead, lead + len(axes)))
+    parts = [fine.sum(axis=every)[..., None, :]]
+    for axis in range(len(axes)):
+        others = tuple(a for a in every if a != lead + axis)
+        non_null = np.take(fine, np.arange(axes[axis] - 1), axis=lead + axis)
+        parts.append(non_null.sum(axis=others))
+    return np.concatenate(parts, axis=-2)
+
+
+@dataclass
+class _Stats:
+    """Sufficient statistics of every interval group and comparison slice over clusters."""
+
+    layout: _Layout
+    interval_sums: np.ndarray  # metrics x groups x clusters
+    interval_counts: np.ndarray
+    interval_rows: np.ndarray  # groups x clusters
+    pair_d: np.ndarray  # pairs x metrics x slices x clusters: sums of a - b over both present
+    pair_n: np.ndarray  # pairs with both present
+    pair_keys: np.ndarray  # pairs x slices x clusters: paired keys
+    pair_totals: np.ndarray  # pairs x 4 x metrics x slices: sums of a, b; (1, 0) and (0, 1) pairs
+    duplicates: np.ndarray  # models: rows that share a pairing key with another row of the model
+
+
+def _interval_groups(layout: _Layout) -> list[tuple[str, Any, Any, Any]]:
+    """(view, model, noise_level, category) of each interval group, in the order of the grid."""
+    models = [*layout.values["model"], None]
+    groups: list[tuple[str, Any, Any, Any]] = [("by_model", m, None, None) for m in models]
+    groups += [("by_model_noise", m, v, None) for m in models for v in layout.values["noise_level"]]
+    groups += [("by_model_category", m, None, c) for m in models for c in layout.values["category"]]
+    return groups
+
+
+def _slice_names(layout: _Layout) -> list[tuple[str, str]]:
+    """(slice, slice_value) of each comparison slice, in the order of :func:`_roll_up`."""
+    names = [("all", "all")]
+    for column in SLICES:
+        names += [(column, str(v)) for v in layout.values[column]]
+    return names
+
+
+def _statistics(lf: pl.LazyFrame, layout: _Layout) -> _Stats:
+    """One pass (or a few, by cluster) over the rows: sums and counts per group and cluster."""
+    n_model, k, m = layout.size("model"), layout.clusters, len(layout.metrics)
+    pairs = len(list(itertools.combinations(range(n_model - 1), 2)))
+    groups, slices = len(_interval_groups(layout)), len(_slice_names(layout))
+    stats = _Stats(
+        layout=layout,
+        interval_sums=np.zeros((m, groups, k)),
+        interval_counts=np.zeros((m, groups, k)),
+        interval_rows=np.zeros((groups, k)),
+        pair_d=np.zeros((pairs, m, slices, k)),
+        pair_n=np.zeros((pairs, m, slices, k)),
+        pair_keys=np.zeros((pairs, slices, k)),
+        pair_totals=np.zeros((pairs, 4, m, slices)),
+        duplicates=np.zeros(n_model - 1, dtype=np.int64),
+    )
+    if layout.rows == 0:
+        return stats
+    passes = _passes(lf, layout)
+    while (batch := next(passes, None)) is not None:
+        _accumulate(stats, *batch)
+        del batch  # before the next pass is read
+    return stats
+
+
+def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.ndarray]) -> None:
+    """Add the sufficient statistics of one pass of rows to ``stats``."""
+    layout = stats.layout
+    n_model, n_noise, n_category, n_task = (
+        layout.size(c) for c in ("model", "noise_level", "category", "task")
+    )
+    n_run, k, m = layout.size("run"), layout.clusters, len(layout.metrics)
+    pairs = list(itertools.combinations(range(n_model - 1), 2))
+    grid = (n_model, n_noise, n_category)
+    cluster = codes["cluster"]
+    # intervals: grid (model, noise, category, cluster) -> the three views
+    cell = ((codes["model"] * n_noise + codes["noise_level"]) * n_category
+            + codes["category"]) * k + cluster
+    size = n_model * n_noise * n_category * k
+    fine_sums, fine_counts = _sum_by(cell, values, size)
+    fine_rows = np.bincount(cell, minlength=size).astype(np.float64)
+    for total, fine in ((stats.interval_sums, fine_sums), (stats.interval_counts, fine_counts),
+                        (stats.interval_rows, fine_rows[None])):
+        grid_values = fine.reshape(-1, *grid, k)
+        total += np.concatenate([
+            grid_values.sum(axis=(2, 3)),
+            grid_values[:, :, :-1].sum(axis=3).reshape(grid_values.shape[0], -1, k),
+            grid_values[:, :, :, :-1].sum(axis=2).reshape(grid_values.shape[0], -1, k),
+        ], axis=1).reshape(total.shape)
+    if not pairs:
+        return
+    # comparisons: rows keyed by (id, run, noise_level, task); a key a model has several
+    # rows under is left out for that model. Keys are numbered densely: the ids of this
+    # pass times the (run, noise_level, task) combinations that occur.
+    variant = (codes["run"] * n_noise + codes["noise_level"]) * n_task + codes["task"]
+    used = np.bincount(variant, minlength=n_run * n_noise * n_task) > 0
+    present = np.zeros(layout.mapping.height, dtype=bool)
+    present[codes["idx"]] = True
+    local_id = np.cumsum(present) - 1
+    key = local_id[codes["idx"]] * int(used.sum()) + (np.cumsum(used) - 1)[variant]
+    key_space = int(present.sum()) * int(used.sum())
+    if key_space > 4 * max(key.size, 1 << 18):
+        unique, key = np.unique(key, return_inverse=True)
+        key_space = unique.size
+    key_noise, key_task, key_cluster = (
+        np.zeros(key_space, dtype=np.int64) for _ in range(3)
+    )
+    key_noise[key], key_task[key], key_cluster[key] = (
+        codes["noise_level"], codes["task"], cluster
+    )
+    aligned = []  # per model: metrics x keys (NaN: no value, no row or several), category
+    for i in range(n_model - 1):
+        rows = np.flatnonzero(codes["model"] == i)
+        count = np.bincount(key[rows], minlength=key_space)
+        stats.duplicates[i] += int(count[count > 1].sum())
+        model_values = np.full((m, key_space), np.nan)
+        unique_rows = rows[count[key[rows]] == 1]
+        for metric, column in enumerate(values):
+            model_values[metric, key[unique_rows]] = column[unique_rows]
+        category = np.full(key_space, n_category - 1, dtype=np.int64)
+        category[key[rows]] = codes["category"][rows]
+        aligned.append((model_values, category, count == 1))
+    axes = [n_noise, n_category, n_task]
+    fine_size = n_noise * n_category * n_task
+    size = fine_size * k
+    for p, (i, j) in enumerate(pairs):
+        values_a, category_a, unique_a = aligned[i]
+        values_b, category_b, unique_b = aligned[j]
+        paired = unique_a & unique_b
+        category = np.where(category_a < n_category - 1, category_a, category_b)
+        fine = np.where(paired, (key_noise * n_category + category) * n_task + key_task,
+                        fine_size)  # unpaired keys go to a last bin that is dropped
+        cell = np.where(paired, fine * k + key_cluster, size)
+        d, n = np.empty((m, size)), np.empty((m, size))
+        totals = np.zeros((4, m, fine_size))
+        for metric in range(m):
+            a, b = values_a[metric], values_b[metric]
+            diff = a - b  # NaN unless both values are there
+            both = ~np.isnan(diff)
+            d[metric] = np.bincount(cell, np.where(both, diff, 0.0), size + 1)[:size]
+            n[metric] = np.bincount(cell, both.astype(np.float64), size + 1)[:size]
+            totals[0, metric] = np.bincount(fine, np.where(both, a, 0.0), fine_size + 1)[:-1]
+            totals[1, metric] = np.bincount(fine, np.where(both, b, 0.0), fine_size + 1)[:-1]
+            if layout.binary[metric]:
+                for t, (x, y) in ((2, (1, 0)), (3, (0, 1))):
+                    hit = (both & (a == x) & (b == y)).astype(np.float64)
+                    totals[t, metric] = np.bincount(fine, hit, fine_size + 1)[:-1]
+        keys = np.bincount(cell, minlength=size + 1)[:size].astype(np.float64)
+        stats.pair_d[p] += _roll_up(d.reshape(m, *axes, k), axes)
+        stats.pair_n[p] += _roll_up(n.reshape(m, *axes, k), axes)
+        stats.pair_keys[p] += _roll_up(keys.reshape(*axes, k), axes)
+        stats.pair_totals[p] += _roll_up(totals.reshape(4, m, *axes, 1), axes)[..., 0]
+
+
 # --------------------------------------------------------------------------- intervals
 
 
 def interval_table(
-    scores: pl.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+    scores: pl.DataFrame | pl.LazyFrame, *, resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED, exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
 ) -> pl.DataFrame:
     """Bootstrap and Wilson intervals of every metric per model, model x noise, model x category.
 
     Grain: one row per (view, model, noise_level, category, metric); see the module docstring.
     """
     _check_resamples(resamples)
-    metrics = metric_columns(scores.schema)
-    binary = np.array([name in set(binary_columns(scores.schema)) for name in metrics], dtype=bool)
-    frames = [pl.DataFrame(schema=INTERVAL_SCHEMA)]
-    for view, extra in VIEWS.items():
-        keys = ["model", *extra]
-        present = [c for c in keys if c in scores.columns]
-        if len(present) < len(keys) or not metrics:
-            continue
-        rows = scores.drop_nulls(list(extra)) if extra else scores
-        rows = rows.sort(keys, nulls_last=True, maintain_order=True)
-        for group in rows.partition_by(keys, maintain_order=True):
-            key = {c: group[c][0] for c in ("model", "noise_level", "category") if c in keys}
-            values = _float_matrix(group, metrics)
-            sums, counts = _cluster_sums(group["id"], values)
-            n = counts.sum(axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                mean = sums.sum(axis=0) / n
-            rng = _rng(seed, "interval", view, key.get("model"), key.get("noise_level"),
-                       key.get("category"))
-            low, high = _percentile_interval(_bootstrap_means(sums, counts, rng, resamples))
-            w_low, w_high = wilson_interval(sums.sum(axis=0), n)
-            keep = n > 0
-            frame = pl.DataFrame(
-                {
-                    "view": view,
-                    "model": key.get("model"),
-                    "noise_level": key.get("noise_level"),
-                    "category": key.get("category"),
-                    "metric": np.array(metrics, dtype=object)[keep].tolist(),
-                    "n": n[keep].astype(np.int64),
-                    "mean": _nullable(mean[keep]),
-                    "ci_low": _nullable(low[keep]),
-                    "ci_high": _nullable(high[keep]),
-                    "wilson_low": _nullable(np.where(binary, w_low, np.nan)[keep]),
-                    "wilson_high": _nullable(np.where(binary, w_high, np.nan)[keep]),
-                    "resamples": resamples,
-                    "seed": seed,
-                    "method": BOOTSTRAP_METHOD,
-                },
-                schema=INTERVAL_SCHEMA,
-            )
-            frames.append(frame)
-    table = pl.concat(frames, how="vertical")
+    lf = scores.lazy()
+    if not _has_stats_columns(lf):
+        return pl.DataFrame(schema=INTERVAL_SCHEMA)
+    layout = _layout(lf, exact_max_ids, buckets)
+    return _interval_table(_statistics(lf, layout), resamples, seed)
+
+
+def _has_stats_columns(lf: pl.LazyFrame) -> bool:
+    schema = lf.collect_schema()
+    return "model" in schema and "id" in schema and bool(metric_columns(schema))
+
+
+def _interval_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
+    layout, metrics = stats.layout, stats.layout.metrics
+    groups = _interval_groups(layout)
+    sums, counts = stats.interval_sums, stats.interval_counts  # metrics x groups x clusters
+    n = counts.sum(axis=2).T  # groups x metrics
+    total = sums.sum(axis=2).T
+    low, high = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+    if layout.exact:
+        for g, key in enumerate(groups):
+            present = np.flatnonzero(stats.interval_rows[g] > 0)
+            if present.size == 0 or not (n[g] > 0).any():
+                continue
+            means = _bootstrap_means(sums[:, g, present].T, counts[:, g, present].T,
+                                     _rng(seed, "interval", *key), resamples)
+            low[g], high[g] = _percentile_interval(means)
+        method = BOOTSTRAP_METHOD
+    else:
+        weights = _bucket_weights(_rng(seed, "interval", "buckets"), resamples, layout.clusters)
+        k = layout.clusters
+        bounds = _bucket_bootstrap(sums.transpose(2, 1, 0).reshape(k, -1),
+                                   counts.transpose(2, 1, 0).reshape(k, -1), weights)
+        low, high = (bound.reshape(n.shape) for bound in bounds)
+        method = f"{BOOTSTRAP_METHOD}, ids in {k} md5 buckets"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / n
+    w_low, w_high = wilson_interval(total, n)
+    binary = np.broadcast_to(layout.binary, n.shape)
+    repeat = np.repeat(np.arange(len(groups)), len(metrics))
+    keys = [list(column) for column in zip(*groups, strict=True)] if groups else [[]] * 4
+    table = pl.DataFrame(
+        {
+            **{name: pl.Series(values, dtype=INTERVAL_SCHEMA[name]).gather(repeat)
+               for name, values in zip(("view", "model", "noise_level", "category"), keys,
+                                       strict=True)},
+            "metric": np.tile(np.array(metrics, dtype=object), len(groups)).tolist(),
+            "n": n.ravel().astype(np.int64),
+            "mean": _nullable(mean.ravel()),
+            "ci_low": _nullable(low.ravel()),
+            "ci_high": _nullable(high.ravel()),
+            "wilson_low": _nullable(np.where(binary, w_low, np.nan).ravel()),
+            "wilson_high": _nullable(np.where(binary, w_high, np.nan).ravel()),
+            "resamples": resamples,
+            "seed": seed,
+            "method": method,
+        },
+        schema=INTERVAL_SCHEMA,
+    ).filter(pl.col("n") > 0)
     return table.sort(["view", "model", "noise_level", "category", "metric"], nulls_last=True)
 
 
 # --------------------------------------------------------------------------- comparisons
 
 
-def _paired(scores: pl.DataFrame, model_a: str, model_b: str, metrics: list[str]) -> pl.DataFrame:
-    """Rows of ``model_a`` joined with rows of ``model_b`` on :data:`PAIR_KEYS` (nulls equal)."""
-    keys = [c for c in PAIR_KEYS if c in scores.columns]
-    sides = []
-    for model, suffix in ((model_a, "a"), (model_b, "b")):
-        side = scores.filter(pl.col("model") == model).select(
-            *keys,
-            *(pl.col(c).alias(f"{c}_{suffix}") for c in ("category",) if c in scores.columns),
-            *(pl.col(m).cast(pl.Float64).alias(f"{m}__{suffix}") for m in metrics),
-        )
-        unique = side.filter(pl.len().over(keys) == 1)
-        if unique.height < side.height:
-            log.warning(
-                "model %r: %d rows share a (%s) key with another row of the model; "
-                "they are left out of its paired comparisons",
-                model, side.height - unique.height, ", ".join(keys),
-            )
-        sides.append(unique)
-    joined = sides[0].join(sides[1], on=keys, how="inner", nulls_equal=True, maintain_order="left")
-    if "category" in scores.columns:
-        joined = joined.with_columns(
-            pl.coalesce("category_a", "category_b").alias("category")
-        ).drop("category_a", "category_b")
-    return joined.sort(keys, nulls_last=True, maintain_order=True)
-
-
-def _slices(joined: pl.DataFrame) -> list[tuple[str, str, pl.Series]]:
-    """(slice, slice_value, row mask) for ``all`` and every non-null value of each slice column."""
-    out = [("all", "all", pl.Series(np.ones(joined.height, dtype=bool)))]
-    for column in SLICES:
-        if column not in joined.columns:
-            continue
-        for value in joined[column].drop_nulls().unique().sort().to_list():
-            out.append((column, str(value), joined[column] == value))
-    return out
-
-
-def _compare_slice(
-    rows: pl.DataFrame,
-    metrics: list[str],
-    binary: np.ndarray,
-    rng_key: tuple[Any, ...],
-    resamples: int,
-    seed: int,
-) -> dict[str, Any]:
-    a = _float_matrix(rows, [f"{m}__a" for m in metrics])
-    b = _float_matrix(rows, [f"{m}__b" for m in metrics])
-    both = ~np.isnan(a) & ~np.isnan(b)
-    n_pairs = both.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_a = np.where(both, a, 0.0).sum(axis=0) / n_pairs
-        mean_b = np.where(both, b, 0.0).sum(axis=0) / n_pairs
-    diffs = np.where(both, a - b, np.nan)
-    sums, counts = _cluster_sums(rows["id"], diffs)
-    means = _bootstrap_means(sums, counts, _rng(seed, "bootstrap", *rng_key), resamples)
-    low, high = _percentile_interval(means)
-    a_only = np.count_nonzero(both & (a == 1) & (b == 0), axis=0)
-    b_only = np.count_nonzero(both & (a == 0) & (b == 1), axis=0)
-    if resamples > 0:
-        permutation = _permutation_p(sums, _rng(seed, "permutation", *rng_key), resamples)
-    else:
-        permutation = np.full(len(metrics), np.nan)
-    p = np.where(binary, mcnemar_exact_p(a_only, b_only), permutation)
-    keep = n_pairs > 0
-    return {
-        "metric": np.array(metrics, dtype=object)[keep].tolist(),
-        "n_pairs": n_pairs[keep].astype(np.int64),
-        "mean_a": mean_a[keep],
-        "mean_b": mean_b[keep],
-        "diff": (mean_a - mean_b)[keep],
-        "ci_low": low[keep],
-        "ci_high": high[keep],
-        "binary": binary[keep],
-        "n_a_only": a_only[keep].astype(np.int64),
-        "n_b_only": b_only[keep].astype(np.int64),
-        "p_value": p[keep],
-    }
-
-
 def comparison_table(
-    scores: pl.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+    scores: pl.DataFrame | pl.LazyFrame, *, resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED, exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
 ) -> pl.DataFrame:
     """Paired differences and tests for every pair of models, overall and per slice.
 
@@ -576,24 +926,84 @@ def comparison_table(
     Rows with a null model take part in no comparison.
     """
     _check_resamples(resamples)
-    metrics = metric_columns(scores.schema)
-    binary_set = set(binary_columns(scores.schema))
-    binary = np.array([name in binary_set for name in metrics], dtype=bool)
+    lf = scores.lazy()
+    if not _has_stats_columns(lf):
+        return pl.DataFrame(schema=COMPARISON_SCHEMA)
+    layout = _layout(lf, exact_max_ids, buckets)
+    return _comparison_table(_statistics(lf, layout), resamples, seed)
+
+
+def _comparison_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
+    layout, metrics = stats.layout, stats.layout.metrics
+    models = layout.values["model"]
+    for model, count in zip(models, stats.duplicates.tolist(), strict=True):
+        if count:
+            log.warning(
+                "model %r: %d rows share a (%s) key with another row of the model; "
+                "they are left out of its paired comparisons",
+                model, count, ", ".join(PAIR_KEYS),
+            )
+    pairs = list(itertools.combinations(models, 2))
+    slices = _slice_names(layout)
     frames = [pl.DataFrame(schema=COMPARISON_SCHEMA)]
-    if "model" not in scores.columns or not metrics:
+    if not pairs:
         return frames[0]
-    models = scores["model"].drop_nulls().unique().sort().to_list()
-    for i, model_a in enumerate(models):
-        for model_b in models[i + 1 :]:
-            joined = _paired(scores, model_a, model_b, metrics)
-            parts = []
-            for slice_name, value, mask in _slices(joined):
-                key = (model_a, model_b, slice_name, value)
-                part = _compare_slice(joined.filter(mask), metrics, binary, key, resamples, seed)
-                parts.append(pl.DataFrame(part).with_columns(
-                    slice=pl.lit(slice_name), slice_value=pl.lit(value)
-                ))
-            pair = pl.concat(parts, how="vertical")
+    n_pairs = stats.pair_n.sum(axis=3).transpose(0, 2, 1)  # pairs x slices x metrics
+    sum_a, sum_b, a_only, b_only = (stats.pair_totals[:, s].transpose(0, 2, 1) for s in range(4))
+    shape = n_pairs.shape
+    low, high = np.full(shape, np.nan), np.full(shape, np.nan)
+    permutation = np.full(shape, np.nan)
+    if layout.exact:
+        for p, s in itertools.product(range(len(pairs)), range(len(slices))):
+            present = np.flatnonzero(stats.pair_keys[p, s] > 0)
+            if present.size == 0 or not (n_pairs[p, s] > 0).any():
+                continue
+            key = (*pairs[p], *slices[s])
+            d, n = stats.pair_d[p][:, s][:, present].T, stats.pair_n[p][:, s][:, present].T
+            means = _bootstrap_means(d, n, _rng(seed, "bootstrap", *key), resamples)
+            low[p, s], high[p, s] = _percentile_interval(means)
+            if resamples > 0:
+                permutation[p, s] = _permutation_p(d, _rng(seed, "permutation", *key), resamples)
+    else:
+        k = layout.clusters
+        d = stats.pair_d.transpose(3, 0, 2, 1).reshape(k, -1)  # clusters x (pair, slice, metric)
+        n = stats.pair_n.transpose(3, 0, 2, 1).reshape(k, -1)
+        weights = _bucket_weights(_rng(seed, "bootstrap", "buckets"), resamples, k)
+        low, high = (bound.reshape(shape) for bound in _bucket_bootstrap(d, n, weights))
+        if resamples > 0:
+            signs = _bucket_signs(_rng(seed, "permutation", "buckets"), resamples, k)
+            permutation = _bucket_permutation_p(d, signs).reshape(shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_a, mean_b = sum_a / n_pairs, sum_b / n_pairs
+    binary = np.broadcast_to(layout.binary, shape)
+    p_value = np.where(
+        binary, mcnemar_exact_p(a_only.astype(np.int64), b_only.astype(np.int64)), permutation
+    )
+    per_pair = len(slices) * len(metrics)
+    columns = {
+        "slice": np.repeat([s for s, _ in slices], len(metrics)).tolist(),
+        "slice_value": np.repeat(np.array([v for _, v in slices], dtype=object),
+                                 len(metrics)).tolist(),
+        "metric": np.tile(np.array(metrics, dtype=object), len(slices)).tolist(),
+    }
+    for p, (model_a, model_b) in enumerate(pairs):
+        pair = pl.DataFrame({
+            **columns,
+            "n_pairs": n_pairs[p].ravel().astype(np.int64),
+            "mean_a": mean_a[p].ravel(),
+            "mean_b": mean_b[p].ravel(),
+            "diff": (mean_a[p] - mean_b[p]).ravel(),
+            "ci_low": low[p].ravel(),
+            "ci_high": high[p].ravel(),
+            "binary": binary[p].ravel(),
+            "n_a_only": a_only[p].ravel().astype(np.int64),
+            "n_b_only": b_only[p].ravel().astype(np.int64),
+            "p_value": p_value[p].ravel(),
+        }, schema_overrides={"slice": pl.String, "slice_value": pl.String}).filter(
+            pl.col("n_pairs") > 0
+        )
+        assert pair.width == 13 and per_pair >= pair.height
+        if pair.height:
             frames.append(_finish_pair(pair, model_a, model_b, resamples, seed))
     table = pl.concat(frames, how="vertical")
     return table.sort(["model_a", "model_b", "slice", "slice_value", "metric"], nulls_last=True)
@@ -640,10 +1050,15 @@ def _finish_pair(
 
 def write_stats(
     out_dir: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    scores: pl.DataFrame | None = None,
+    scores: pl.DataFrame | pl.LazyFrame | None = None,
+    exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
 ) -> StatsSummary:
-    """Read ``out_dir/scores.parquet`` (or take ``scores``); write ``intervals.parquet`` and
-    ``comparisons.parquet`` into ``out_dir``. Holds every score in memory."""
+    """Read ``out_dir/scores.parquet`` lazily (or take ``scores``); write ``intervals.parquet``
+    and ``comparisons.parquet`` into ``out_dir``.
+
+    The scores are reduced to per-(group, cluster) sums in streaming passes (only the key and
+    metric columns are read), so memory is bounded by groups x clusters, not by rows.
+    """
     _check_resamples(resamples)
     out_dir = Path(out_dir)
     if scores is None:
@@ -652,9 +1067,15 @@ def write_stats(
             raise InputError(
                 f"{scores_path} is missing; run `rag-eval evaluate --out {out_dir}` first"
             )
-        scores = pl.read_parquet(scores_path)
-    intervals = interval_table(scores, resamples=resamples, seed=seed)
-    comparisons = comparison_table(scores, resamples=resamples, seed=seed)
+        scores = pl.scan_parquet(scores_path)
+    lf = scores.lazy()
+    if _has_stats_columns(lf):
+        stats = _statistics(lf, _layout(lf, exact_max_ids, buckets))
+        intervals = _interval_table(stats, resamples, seed)
+        comparisons = _comparison_table(stats, resamples, seed)
+    else:
+        intervals = pl.DataFrame(schema=INTERVAL_SCHEMA)
+        comparisons = pl.DataFrame(schema=COMPARISON_SCHEMA)
     intervals_path = write_parquet_atomic(intervals, out_dir / INTERVALS_FILE)
     comparisons_path = write_parquet_atomic(comparisons, out_dir / COMPARISONS_FILE)
     return StatsSummary(

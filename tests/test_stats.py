@@ -392,3 +392,186 @@ def test_models_without_common_questions_have_no_comparisons():
     frame = scores({"id": ["q1", "q2"], "model": ["a", "b"], "answer_em": [1, 0]})
     assert comparison_table(frame, resamples=10).height == 0
     assert interval_table(frame, resamples=10).height == 2
+
+
+# --------------------------------------------------------------------------- sufficient statistics
+
+
+def seeded(seed: int, *key) -> np.random.Generator:
+    """The generator of one group: SeedSequence([seed, first four words of sha256(JSON key)])."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(key).encode()).digest()
+    return np.random.default_rng(np.random.SeedSequence([seed, *np.frombuffer(digest[:16], "<u4")]))
+
+
+def cluster_bootstrap(ids: list, values: np.ndarray, rng: np.random.Generator, resamples: int):
+    """Oracle: the exact percentile cluster bootstrap of a mean (ids drawn with replacement)."""
+    order = sorted(set(ids), key=lambda i: (i is not None, i))  # null first, then ascending
+    index = np.array([order.index(i) for i in ids])
+    present = ~np.isnan(values)
+    sums = np.bincount(index, np.where(present, values, 0.0), len(order))
+    counts = np.bincount(index, present.astype(float), len(order))
+    draws = rng.integers(0, len(order), size=(resamples, len(order)), dtype=np.int32)
+    weights = np.stack([np.bincount(row, minlength=len(order)) for row in draws])
+    means = (weights @ sums) / (weights @ counts)
+    return np.percentile(means, [2.5, 97.5], method="linear")
+
+
+def clustered(n_ids: int, seed: int = 0) -> pl.DataFrame:
+    """Two models x three noise levels x n_ids questions with a strong per-question effect."""
+    rng = np.random.default_rng(seed)
+    effect = rng.normal(0.0, 0.25, n_ids)
+    rows = 2 * 3 * n_ids
+    ids = np.tile(np.arange(n_ids), 6)
+    f1 = np.clip(0.5 + effect[ids] + rng.normal(0, 0.1, rows) + np.repeat([0, 0.02], 3 * n_ids),
+                 0, 1)
+    return scores({
+        "id": [f"q{i}" for i in ids],
+        "model": np.repeat(["a", "b"], 3 * n_ids).tolist(),
+        "noise_level": np.tile(np.repeat([0.0, 0.3, 0.6], n_ids), 2).tolist(),
+        "category": [f"c{i % 3}" for i in ids],
+        "answer_em": (rng.random(rows) < 0.3 + 0.4 * (effect[ids] > 0)).astype(np.int8).tolist(),
+        "answer_f1": f1.tolist(),
+    })
+
+
+def test_intervals_equal_exact_cluster_bootstrap_oracle():
+    frame = clustered(40).with_columns(
+        answer_f1=pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise("answer_f1")
+    )
+    table = interval_table(frame, resamples=300, seed=11)
+    for view, model, noise, category in [("by_model", "a", None, None),
+                                         ("by_model_noise", "b", 0.3, None),
+                                         ("by_model_category", "a", None, "c1")]:
+        rows = frame.filter(pl.col("model") == model)
+        if noise is not None:
+            rows = rows.filter(pl.col("noise_level") == noise)
+        if category is not None:
+            rows = rows.filter(pl.col("category") == category)
+        values = rows.select(pl.col("answer_em", "answer_f1").cast(pl.Float64)).to_numpy()
+        means = []
+        rng = seeded(11, "interval", view, model, noise, category)
+        state = rng.bit_generator.state
+        for j, metric in enumerate(["answer_em", "answer_f1"]):
+            rng.bit_generator.state = state  # one draw matrix serves every metric of a group
+            low, high = cluster_bootstrap(rows["id"].to_list(), values[:, j], rng, 300)
+            got = table.filter(view=view, model=model, metric=metric).filter(
+                pl.col("noise_level").eq_missing(noise), pl.col("category").eq_missing(category)
+            ).row(0, named=True)
+            assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high), rel=1e-12)
+            means.append(got["mean"])
+        assert means == pytest.approx(np.nanmean(values, axis=0).tolist(), rel=1e-12)
+
+
+def test_comparisons_equal_exact_cluster_bootstrap_oracle():
+    frame = clustered(30)
+    table = comparison_table(frame, resamples=400, seed=2)
+    for slice_name, value, rows in [
+        ("all", "all", frame),
+        ("noise_level", "0.3", frame.filter(pl.col("noise_level") == 0.3)),
+    ]:
+        a = rows.filter(model="a").sort("id", "noise_level")
+        b = rows.filter(model="b").sort("id", "noise_level")
+        diffs = (a["answer_f1"] - b["answer_f1"]).to_numpy()
+        low, high = cluster_bootstrap(a["id"].to_list(), diffs,
+                                      seeded(2, "bootstrap", "a", "b", slice_name, value), 400)
+        got = table.filter(metric="answer_f1", slice=slice_name, slice_value=value).row(
+            0, named=True
+        )
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high), rel=1e-12)
+        # the sign-flip test over the per-question sums of the differences
+        ids = sorted(set(a["id"].to_list()))
+        index = np.array([ids.index(i) for i in a["id"].to_list()])
+        summed = np.bincount(index, diffs, len(ids))
+        rng = seeded(2, "permutation", "a", "b", slice_name, value)
+        signs = 2.0 * rng.integers(0, 2, size=(400, len(ids)), dtype=np.int8) - 1.0
+        tolerance = 1e-9 * max(1.0, np.abs(summed).sum())
+        extreme = np.count_nonzero(np.abs(signs @ summed) >= abs(summed.sum()) - tolerance)
+        assert got["p_value"] == pytest.approx((1 + extreme) / 401, rel=1e-12)
+
+
+def test_bucket_of_is_md5():
+    import hashlib
+
+    from pipeline.stats import bucket_of
+
+    ids = ["q1", "what is rag?", "é", ""]
+    expected = [int(hashlib.md5(i.encode()).hexdigest()[:8], 16) >> (32 - 11) for i in ids]
+    assert bucket_of(pl.Series(ids), 2048).to_list() == expected
+    with pytest.raises(ValueError):
+        bucket_of(pl.Series(ids), 1000)
+
+
+def test_bucketed_close_to_exact():
+    frame = clustered(1500, seed=4)
+    exact = interval_table(frame, resamples=1000, seed=0)
+    bucketed = interval_table(frame, resamples=1000, seed=0, exact_max_ids=100, buckets=1024)
+    assert bucketed["method"].unique().to_list() == [
+        "percentile bootstrap over questions, ids in 1024 md5 buckets"
+    ]
+    keys = ["view", "model", "noise_level", "category", "metric"]
+    assert exact.select(keys).equals(bucketed.select(keys))
+    assert exact["n"].equals(bucketed["n"])
+    np.testing.assert_allclose(bucketed["mean"], exact["mean"], rtol=1e-12)
+    assert exact["wilson_low"].equals(bucketed["wilson_low"])
+    ratio = (bucketed["ci_high"] - bucketed["ci_low"]) / (exact["ci_high"] - exact["ci_low"])
+    assert ratio.min() > 0.85 and ratio.max() < 1.15
+    exact_cmp = comparison_table(frame, resamples=1000, seed=0)
+    bucketed_cmp = comparison_table(frame, resamples=1000, seed=0, exact_max_ids=100,
+                                    buckets=1024)
+    assert exact_cmp.select("slice", "slice_value", "metric", "n_pairs", "n_a_only").equals(
+        bucketed_cmp.select("slice", "slice_value", "metric", "n_pairs", "n_a_only")
+    )
+    np.testing.assert_allclose(bucketed_cmp["diff"], exact_cmp["diff"], rtol=1e-9)
+    ratio = (bucketed_cmp["ci_high"] - bucketed_cmp["ci_low"]) / (
+        exact_cmp["ci_high"] - exact_cmp["ci_low"]
+    )
+    assert ratio.min() > 0.85 and ratio.max() < 1.15
+    f1 = (exact_cmp["test"] == "paired permutation").to_numpy()
+    np.testing.assert_allclose(bucketed_cmp["p_value"].to_numpy()[f1],
+                               exact_cmp["p_value"].to_numpy()[f1], atol=0.05)
+
+
+@pytest.mark.parametrize("exact_max_ids", [10_000, 10])
+def test_lazy_input_and_passes_do_not_change_results(exact_max_ids, monkeypatch):
+    import pipeline.stats
+
+    frame = pl.concat([clustered(60), clustered(60).head(5)])  # with duplicate keys
+    options = {"resamples": 200, "seed": 5, "exact_max_ids": exact_max_ids, "buckets": 64}
+    eager = (interval_table(frame, **options), comparison_table(frame, **options))
+    lazy = (interval_table(frame.lazy(), **options), comparison_table(frame.lazy(), **options))
+    monkeypatch.setattr(pipeline.stats, "PASS_ROWS", 100)  # several passes over the clusters
+    passes = (interval_table(frame, **options), comparison_table(frame, **options))
+    for got, want in zip(lazy, eager, strict=True):
+        assert got.equals(want)
+    # per-cluster sums do not depend on the passes; totals over passes are rounded differently
+    for got, want in zip(passes, eager, strict=True):
+        floats = [c for c, dtype in want.schema.items() if dtype == pl.Float64]
+        assert got.drop(floats).equals(want.drop(floats))
+        for column in floats:
+            np.testing.assert_allclose(got[column].to_numpy(), want[column].to_numpy(),
+                                       rtol=1e-12)
+
+
+def test_write_stats_lazy_and_deterministic_when_bucketed(tmp_path: Path):
+    frame = clustered(200)
+    frame.write_parquet(tmp_path / "scores.parquet")
+    runs = {}
+    for name, scores_arg, seed in (("file", None, 1), ("lazy", "lazy", 1), ("again", None, 1),
+                                   ("other", None, 2)):
+        out = tmp_path / name
+        out.mkdir()
+        lazy = pl.scan_parquet(tmp_path / "scores.parquet") if scores_arg else None
+        if scores_arg is None:
+            frame.write_parquet(out / "scores.parquet")
+        write_stats(out, resamples=300, seed=seed, scores=lazy, exact_max_ids=50, buckets=128)
+        runs[name] = out
+    for file in ("intervals.parquet", "comparisons.parquet"):
+        assert (runs["file"] / file).read_bytes() == (runs["lazy"] / file).read_bytes()
+        assert (runs["file"] / file).read_bytes() == (runs["again"] / file).read_bytes()
+    one = pl.read_parquet(runs["file"] / "intervals.parquet")
+    other = pl.read_parquet(runs["other"] / "intervals.parquet")
+    assert one["mean"].equals(other["mean"])
+    assert not one["ci_low"].equals(other["ci_low"])
