@@ -10,6 +10,7 @@ that report them (the CLI prints none of them by default).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,9 +26,14 @@ PHASES: tuple[str, ...] = (
 
 @dataclass
 class PhaseTimer:
-    """Wall seconds per phase name, summed when a phase runs more than once."""
+    """Wall seconds per phase name, summed when a phase runs more than once.
+
+    Phases that overlap on several threads (reading, scoring and writing in the single-pass
+    engine) each count their own busy time, so their sum can exceed the run's wall time.
+    """
 
     seconds: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -37,12 +43,13 @@ class PhaseTimer:
             yield
         finally:
             elapsed = time.perf_counter() - start
-            self.seconds[name] = self.seconds.get(name, 0.0) + elapsed
+            self.add(name, elapsed)
             log_phase(name, elapsed)
 
     def add(self, name: str, elapsed: float) -> None:
         """Count ``elapsed`` seconds to phase ``name`` without logging (interleaved phases)."""
-        self.seconds[name] = self.seconds.get(name, 0.0) + elapsed
+        with self._lock:
+            self.seconds[name] = self.seconds.get(name, 0.0) + elapsed
 
     def log_all(self, names: tuple[str, ...]) -> None:
         """Log the phases ``names`` that were counted with :meth:`add`."""

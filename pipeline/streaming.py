@@ -41,12 +41,13 @@ from pipeline.batch import (
     row_hashes,
 )
 from pipeline.config import Config
+from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.readers import parquet_keys_unique
 from pipeline.metrics.registry import MetricSpec
 from pipeline.metrics.spec import NEEDS_IDF
 from pipeline.phases import PhaseTimer
 from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
-from pipeline.validate import DUPLICATE_REASON, KEY, iter_raw, iter_validated
+from pipeline.validate import DUPLICATE_REASON, KEY, Validated, iter_raw, iter_validated
 
 log = logging.getLogger(__name__)
 
@@ -247,24 +248,40 @@ def _single_pass(
     n_read = n_valid = 0
     rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
     texts_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).select(TEXT_COLUMNS).to_arrow().schema
-    with (
-        pq.ParquetWriter(rejected_target, rejected_schema, compression="zstd") as rejected_out,
-        pq.ParquetWriter(texts_target, texts_schema, compression="zstd") as texts_out,
-    ):
+
+    def validated() -> Iterator[Validated]:
         chunks = iter_validated(inputs, (), config, chunk_rows)
         while True:
             start = time.perf_counter()
             chunk = next(chunks, None)
             timer.add("read+validate", time.perf_counter() - start)
             if chunk is None:
-                break
+                return
+            yield chunk
+
+    def timed_write(write: Callable[[pa.Table], object], table: pa.Table) -> Callable[[], None]:
+        def run() -> None:
+            start = time.perf_counter()
+            write(table)
+            timer.add("writing", time.perf_counter() - start)
+
+        return run
+
+    # Three threads overlap: the next chunk is read and validated while this one is scored,
+    # and the previous scores are written (in order) meanwhile.
+    with (
+        pq.ParquetWriter(rejected_target, rejected_schema, compression="zstd") as rejected_out,
+        pq.ParquetWriter(texts_target, texts_schema, compression="zstd") as texts_out,
+        BackgroundWriter() as background,
+    ):
+        for chunk in Prefetch(validated()):
             n_read += chunk.n_read
             valid = chunk.records
             n_valid += valid.height
-            start = time.perf_counter()
-            rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
-            texts_out.write_table(valid.select(TEXT_COLUMNS).to_arrow().cast(texts_schema))
-            timer.add("writing", time.perf_counter() - start)
+            rejected = chunk.rejected.to_arrow().cast(rejected_schema)
+            texts = valid.select(TEXT_COLUMNS).to_arrow().cast(texts_schema)
+            background.submit(timed_write(rejected_out.write_table, rejected))
+            background.submit(timed_write(texts_out.write_table, texts))
             rows = batch_rows_for(valid, batch_rows)
             for offset in range(0, valid.height, rows):
                 batch = valid.slice(offset, rows)
@@ -272,10 +289,8 @@ def _single_pass(
                 stats = CorpusStats(n_candidates=_candidates(batch))
                 scorer = scorers.setdefault(stats.n_candidates, replace(base, stats=stats))
                 scores = scorer.score_frame(batch).to_arrow().cast(schema)
-                middle = time.perf_counter()
-                sink.write(scores)
-                timer.add("scoring", middle - start)
-                timer.add("writing", time.perf_counter() - middle)
+                timer.add("scoring", time.perf_counter() - start)
+                background.submit(timed_write(sink.write, scores))
                 if on_progress is not None:
                     on_progress("scoring", batch.height)
             if on_progress is not None:
