@@ -17,6 +17,7 @@ it) and the vocabulary's document frequencies. Nothing is held per input row.
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import time
@@ -337,22 +338,26 @@ def _score_records(
         if stale:
             log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
     n_scored = n_reused = 0
-    for frame in _frames(first.records, rows_per_batch):
-        if split.duplicates is not None:
-            frame = frame.join(split.duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
-        done = 0
-        if earlier is not None and frame.height:
-            reused, frame = earlier.match(frame)
-            if reused.height:
-                scores = scorer.refresh(reused, stale).select(scorer.output_schema.names)
-                sink.write(scores.to_arrow().cast(scorer.output_schema))
-                n_reused += reused.height
-                done += reused.height
-        if frame.height:
-            sink.write(scorer.score_frame(frame).to_arrow().cast(scorer.output_schema))
-        n_scored += frame.height
-        if on_progress is not None:
-            on_progress("scoring", done + frame.height)
+    # The next batch is read while this one is scored; scores are written (in order) meanwhile.
+    with BackgroundWriter() as background:
+        for frame in Prefetch(_frames(first.records, rows_per_batch)):
+            if split.duplicates is not None:
+                frame = frame.join(split.duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
+            done = 0
+            if earlier is not None and frame.height:
+                reused, frame = earlier.match(frame)
+                if reused.height:
+                    scores = scorer.refresh(reused, stale).select(scorer.output_schema.names)
+                    table = scores.to_arrow().cast(scorer.output_schema)
+                    background.submit(functools.partial(sink.write, table))
+                    n_reused += reused.height
+                    done += reused.height
+            if frame.height:
+                table = scorer.score_frame(frame).to_arrow().cast(scorer.output_schema)
+                background.submit(functools.partial(sink.write, table))
+            n_scored += frame.height
+            if on_progress is not None:
+                on_progress("scoring", done + frame.height)
     return n_scored, n_reused
 
 
@@ -380,7 +385,7 @@ def _read_and_validate(
         pq.ParquetWriter(records_path, records_schema, compression="zstd") as records_out,
         pq.ParquetWriter(rejected_path, rejected_schema, compression="zstd") as rejected_out,
     ):
-        for chunk in iter_validated(inputs, pairs, config, chunk_rows):
+        for chunk in Prefetch(iter_validated(inputs, pairs, config, chunk_rows)):
             n_read += chunk.n_read
             valid = chunk.records
             n_valid += valid.height
