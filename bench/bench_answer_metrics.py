@@ -87,8 +87,8 @@ def python_per_row(path: str) -> dict[str, float]:
 def vectorized(path: str, batch_rows: int) -> dict[str, float]:
     """Our registry metrics (answer_em, answer_f1, citation family), scored batch by batch."""
     from pipeline.config import Config
-    from pipeline.evaluate import prepare_inputs, score_frame
     from pipeline.metrics.registry import resolve
+    from pipeline.scoring import prepare_inputs, score_frame
     from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 
     word_class(), space_class(), lowercase_mismatches()  # one-off start-up, not per row

@@ -36,8 +36,9 @@ def table(n: int) -> pl.DataFrame:
 
 def everything(path: str) -> dict[str, float]:
     from pipeline.config import Config
-    from pipeline.evaluate import batch_rows_for, prepare_inputs, score_frame
+    from pipeline.engines.local import batch_rows_for
     from pipeline.metrics.registry import resolve
+    from pipeline.scoring import prepare_inputs, score_frame
     from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 
     word_class(), space_class(), lowercase_mismatches()  # one-off start-up, not per row

@@ -60,8 +60,9 @@ def generate(n: int, lo: int, hi: int, seed: int) -> pl.DataFrame:
 def ours(path: str, metrics: tuple[str, ...], head: int) -> dict[str, float]:
     """Our registry metrics, batch by batch; checksums over all rows and over the first ``head``."""
     from pipeline.config import Config
-    from pipeline.evaluate import batch_rows_for, prepare_inputs, score_frame
+    from pipeline.engines.local import batch_rows_for
     from pipeline.metrics.registry import resolve
+    from pipeline.scoring import prepare_inputs, score_frame
     from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 
     word_class(), space_class(), lowercase_mismatches()  # one-off start-up, not per row

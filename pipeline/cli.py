@@ -14,23 +14,27 @@ import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
+from tqdm import tqdm
 
 from pipeline import __version__
+from pipeline.compare import DEFAULT_MAX_DROP, Gate, compare, write_comparison
 from pipeline.config import Config, ConfigError, load_config
 from pipeline.embed.backends import EmbeddingBackendError
+from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate, evaluate_spark, evaluate_to_store
+from pipeline.export import export
+from pipeline.ingest_rgb import ingest_rgb
 from pipeline.logs import LOG_FORMATS, configure_logging
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.phases import phase
 from pipeline.schema import RGB_TASKS, InputError
-from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
-from pipeline.store import StoreBusyError
-
-if TYPE_CHECKING:
-    from pipeline.compare import Gate
+from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
+from pipeline.store import StoreBusyError, checkout_run
+from pipeline.validate import load_inputs
+from pipeline.views import build_views, run_query
 
 log = logging.getLogger("pipeline")
 
@@ -183,8 +187,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "export":
             return _export(args)
         if args.command == "checkout":
-            from pipeline.store import checkout_run
-
             print(f"run checked out -> {checkout_run(args.store, args.run, args.out)}")
             return EXIT_OK
         if args.command == "ingest-rgb":
@@ -237,8 +239,6 @@ def _require_inputs(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate
-
     _require_inputs(args)
     config = _config(args)
     if args.engine == "spark" or args.store is not None:
@@ -274,8 +274,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _progress_bars(hidden: bool) -> Iterator[Callable[[str, int], None]]:
     """One tqdm bar per stage of a run (reading, scoring) on stderr, shown on a terminal only."""
-    from tqdm import tqdm
-
     bars: dict[str, Any] = {}
 
     def update(stage: str, rows: int) -> None:
@@ -292,8 +290,6 @@ def _progress_bars(hidden: bool) -> Iterator[Callable[[str, int], None]]:
 
 
 def _print_headline(directory: Path) -> None:
-    from pipeline.views import run_query
-
     print()
     headline = run_query(directory, "select * from headline order by model")
     _print_frame(headline.drop("signature"), "table")
@@ -306,8 +302,6 @@ def _print_headline(directory: Path) -> None:
 
 
 def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
-    from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate_to_store
-
     if args.store is None:
         raise ConfigError("--engine spark writes a results store: give --store DIR")
     if args.report is not None:
@@ -316,8 +310,6 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
     if args.engine == "spark":
         if args.pair:
             raise ConfigError("--engine spark reads Parquet --input files only, not --pair")
-        from pipeline.engines.spark import evaluate_spark
-
         summary = evaluate_spark(
             args.input, args.store, config, master=args.spark_master, run_id=args.run_id,
             lock_wait=args.lock_wait, force=args.force,
@@ -339,9 +331,6 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from pipeline.stats import write_stats
-    from pipeline.views import build_views
-
     summary = write_stats(args.dir, resamples=args.resamples, seed=args.seed)
     build_views(args.dir)
     print(
@@ -354,8 +343,6 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> Gate:
-    from pipeline.compare import DEFAULT_MAX_DROP, Gate
-
     drops = dict(DEFAULT_MAX_DROP)
     if args.max_drop:
         drops = {}
@@ -373,8 +360,6 @@ def _gate(args: argparse.Namespace) -> Gate:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pipeline.compare import compare, write_comparison
-
     comparison = compare(args.run_a, args.run_b, gate=_gate(args), force=args.force,
                          resamples=args.resamples, seed=args.seed)
     out = args.out or args.run_b / "compare"
@@ -402,16 +387,12 @@ def _report(args: argparse.Namespace) -> int:
 
     diff = None
     if args.compare is not None:
-        from pipeline.compare import compare
-
         diff = compare(args.compare, args.dir, force=args.force).deltas
     print(f"report: {write_report(args.dir, args.out, diff=diff)}")
     return EXIT_OK
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from pipeline.validate import load_inputs
-
     _require_inputs(args)
     config = _config(args)
     validated = load_inputs(args.input, [tuple(p) for p in args.pair], config)
@@ -431,8 +412,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from pipeline.views import run_query
-
     try:
         result = run_query(args.dir, args.sql, run=args.run)
     except InputError:
@@ -445,8 +424,6 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from pipeline.export import export
-
     target = args.out or args.dir / f"export.{args.format}"
     rows = export(args.dir, target, args.format)
     print(f"wrote {rows} rows to {target}")
@@ -454,8 +431,6 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _ingest_rgb(args: argparse.Namespace) -> int:
-    from pipeline.ingest_rgb import ingest_rgb
-
     summary = ingest_rgb(
         args.data, args.outputs, args.out,
         response_column=args.response_column, task=args.task, language=args.language,

@@ -13,6 +13,8 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from importlib.metadata import version
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -237,8 +239,6 @@ class Config:
 
     def composite_digest(self) -> str:
         """Short digest of the effective quality, safety, relevance and overall rule files."""
-        from importlib import resources
-
         digest = hashlib.sha256()
         for path, bundled in (
             (self.quality_rules_file, "quality.toml"),
@@ -254,13 +254,21 @@ class Config:
         return digest.hexdigest()[:8]
 
     def keyword_digest(self) -> str:
-        """Short digest of the effective stopword list and synonym table."""
-        from pipeline.metrics.keywords import load_stopwords, load_synonyms
+        """Short digest of what fixes the keyword lists: the bytes of the stopword and synonym
+        files and the lemmatizer's version (the lists themselves are built only by runs that
+        use them; building the synonym table loads simplemma's dictionary, 0.2 s)."""
+        from pipeline.metrics.keywords import STOPWORDS_FILE, SYNONYMS_FILE
 
-        stopwords = "\n".join(sorted(load_stopwords(self.stopwords_file)))
-        table = sorted(load_synonyms(self.synonyms_file).items())
-        synonyms = "\n".join(f"{k}\t{v}" for k, v in table)
-        return hashlib.sha256(f"{stopwords}\0{synonyms}".encode()).hexdigest()[:8]
+        digest = hashlib.sha256(f"simplemma {version('simplemma')}".encode())
+        for path, bundled in (
+            (self.stopwords_file, STOPWORDS_FILE), (self.synonyms_file, SYNONYMS_FILE),
+        ):
+            data = (
+                Path(path).read_bytes() if path is not None
+                else resources.files("pipeline.data").joinpath(bundled).read_bytes()
+            )
+            digest.update(hashlib.sha256(data).digest())
+        return digest.hexdigest()[:8]
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",

@@ -1,9 +1,10 @@
-"""The evaluation driver: validated records in, metric columns added, Parquet out.
+"""The run drivers: an output directory (:func:`evaluate`) or a run of a results store
+(:func:`evaluate_to_store`, :func:`evaluate_spark`).
 
-It knows no metric details: the registry says which columns to add and in what order. Runs
-stream in two passes (:mod:`pipeline.streaming`), so peak memory is bounded by the batch size,
-not the input size. :func:`evaluate` writes one output directory; :func:`evaluate_to_store`
-adds a run to a results store (:mod:`pipeline.store`).
+They know no metric details: an engine (:mod:`pipeline.engines`) validates, scores and writes;
+the drivers open the outputs atomically or the store's transaction (lock, stage, commit or
+abort, views), and add the statistics (:mod:`pipeline.stats`) and the DuckDB views
+(:mod:`pipeline.views`).
 """
 
 from __future__ import annotations
@@ -13,38 +14,42 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline.batch import BatchScorer, CorpusStatsBuilder
 from pipeline.config import Config
-from pipeline.io.atomic import atomic_path
-from pipeline.metrics.registry import (
-    MetricSpec,
-    intermediates,
-    levels,
-    metric_expressions,
-)
-from pipeline.metrics.registry import resolve as resolve_metrics
-from pipeline.metrics.spec import NEEDS_EMBEDDER, Inputs
-from pipeline.phases import phase
-from pipeline.schema import KEY_COLUMNS
-from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
-from pipeline.streaming import (  # noqa: F401 - re-exported: the batching rule of a run
+from pipeline.engines import Engine
+from pipeline.engines.local import (  # noqa: F401 - re-exported: the batching rule of a run
     DEFAULT_BATCH_BYTES,
     DEFAULT_BATCH_ROWS,
-    TEXT_COLUMNS,
+    LocalEngine,
     batch_rows_for,
     stream_scores,
 )
+from pipeline.engines.spark import SparkEngine
+from pipeline.io.atomic import atomic_path
+from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the driver
+    MODEL_PARTITION,
+    REJECTED_FILE,
+    SCORES_DIR,
+    SCORES_FILE,
+    TEXT_COLUMNS,
+    TEXTS_FILE,
+)
+from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.phases import phase
+from pipeline.schema import KEY_COLUMNS
+from pipeline.scoring import BatchScorer, prepare_inputs, score_frame  # noqa: F401 - re-exported
+from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
+from pipeline.store import Store, build_manifest, new_run_id
+from pipeline.views import build_views
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-SCORES_FILE = "scores.parquet"
-REJECTED_FILE = "rejected.parquet"
-#: The texts behind each scored row (for exports and reports), keyed like ``scores.parquet``.
-TEXTS_FILE = "texts.parquet"
 
 
 @dataclass(frozen=True)
@@ -56,63 +61,6 @@ class RunSummary:
     n_rejected: int
     metrics: tuple[str, ...]
     out_dir: Path
-
-
-def prepare_inputs(
-    records: pl.DataFrame, config: Config, specs: Sequence[MetricSpec]
-) -> Inputs:
-    """What the metric builders share across batches, prepared once per run.
-
-    The candidate count; TF-IDF document frequencies over every distinct question and compared
-    response of ``records`` (the first pass of a two-pass run); the embedding model behind its
-    cache. Each is prepared only when a selected metric needs it.
-    """
-    needs = {need for spec in specs for need in spec.needs}
-    corpus = CorpusStatsBuilder(config, tuple(specs))
-    corpus.add(records)
-    stats = corpus.result()
-    embedder = None
-    if NEEDS_EMBEDDER in needs:
-        from pipeline.embed import make_embedder
-
-        embedder = make_embedder(
-            config.embedding_backend,
-            cache_dir=config.embedding_cache_dir,
-            batch_size=config.embedding_batch_size,
-            batch_tokens=config.embedding_batch_tokens,
-            device=config.embedding_device,
-            cache_float16=config.embedding_cache_float16,
-        )
-    return Inputs(
-        config=config, n_candidates=stats.n_candidates, idf=stats.idf, embedder=embedder
-    )
-
-
-def score_frame(
-    records: pl.DataFrame | pl.LazyFrame,
-    config: Config,
-    *,
-    specs: Sequence[MetricSpec] | None = None,
-    inputs: Inputs | None = None,
-) -> pl.LazyFrame:
-    """Key columns, metric columns and ``signature`` for each record (lazy).
-
-    ``records`` must have every column of :data:`pipeline.schema.RECORD_SCHEMA`. ``inputs``
-    defaults to :func:`prepare_inputs` over ``records`` themselves; a batched run passes the
-    inputs it prepared once over all its records.
-    """
-    specs = tuple(specs) if specs is not None else resolve_metrics(config.metrics)
-    frame = records.lazy()
-    if inputs is None:
-        inputs = prepare_inputs(frame.collect(), config, specs)
-    needed = {need for spec in specs for need in spec.needs}
-    for stage in intermediates(inputs, needed):
-        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
-    for group in levels(specs):
-        frame = frame.with_columns(metric_expressions(group, inputs))
-    keys = [pl.col(name) for name in KEY_COLUMNS]
-    metrics = [pl.col(spec.name) for spec in specs]
-    return frame.select(*keys, *metrics, pl.lit(config.signature()).alias("signature"))
 
 
 def evaluate(
@@ -130,7 +78,7 @@ def evaluate(
 ) -> RunSummary:
     """Read, validate and score ``inputs``; write scores, rejections, statistics and the views.
 
-    Streams in batches (:mod:`pipeline.streaming`), so memory does not grow with the input.
+    Streams in batches (:mod:`pipeline.engines.local`), so memory does not grow with the input.
     Every output is written atomically. ``on_progress(stage, rows)`` reports rows read
     (``"reading"``) and scored (``"scoring"``); the CLI drives its progress bars with it.
     ``resamples`` and ``seed`` drive the bootstrap intervals and paired comparisons of
@@ -160,8 +108,6 @@ def evaluate(
         with phase("statistics"):
             write_stats(out_dir, resamples=resamples, seed=seed)
     if build_db:
-        from pipeline.views import build_views
-
         with phase("views"):
             build_views(out_dir)
     return RunSummary(
@@ -192,6 +138,7 @@ def evaluate_to_store(
     store_root: Path,
     config: Config,
     *,
+    engine: Engine | None = None,
     run_id: str | None = None,
     force: bool = False,
     lock_wait: float = 0.0,
@@ -204,78 +151,67 @@ def evaluate_to_store(
 ) -> StoreRunSummary:
     """Score ``inputs`` as a new run of the results store at ``store_root``.
 
-    Rows whose content (``row_hash``) the newest run with the same signature and metrics already
-    scored are copied from it, not scored again, unless ``force``. The run is written under the
-    store's lock into a staging directory and committed by one rename (:mod:`pipeline.store`);
-    an exception records a failed manifest and leaves no partial run. The views of the store
-    are rebuilt after the commit.
+    ``engine`` writes the run (default: the local engine with ``pairs``, ``batch_rows`` and
+    ``on_progress``). Rows whose content (``row_hash``) the newest run with the same
+    signature and metrics already scored are copied from it, not scored again, unless
+    ``force``. The run is written inside the store's transaction
+    (:meth:`pipeline.store.Store.transaction`): staged, then committed by one rename, with the
+    views of the store rebuilt; an exception records a failed manifest and leaves no partial
+    run.
     """
-    from pipeline.store import (
-        REJECTED_DIR,
-        SCORES_DIR,
-        TEXTS_DIR,
-        PartitionedWriter,
-        Store,
-        build_manifest,
-        new_run_id,
+    writer: Engine = engine or LocalEngine(
+        pairs=pairs, batch_rows=batch_rows, on_progress=on_progress
     )
-
     specs = resolve_metrics(config.metrics)
     metrics = tuple(spec.name for spec in specs)
     store = Store(Path(store_root))
-    run_id = run_id or new_run_id()
     manifest = build_manifest(
-        [*inputs, *(p for pair in pairs for p in pair)], config, metrics, engine="local"
+        [*inputs, *(p for pair in pairs for p in pair)], config, metrics, engine=writer.name
     )
-    with store.lock(lock_wait):
-        previous = None if force else store.latest_compatible(config.signature(), metrics)
-        staged = store.begin(run_id, manifest)
-        try:
-            previous_glob = None
-            if previous is not None:
-                previous_glob = (
-                    f"{store.run_dir(previous['run_id']).as_posix()}/{SCORES_DIR}/model=*/*.parquet"
-                )
-                log.info("reusing unchanged rows of run %s", previous["run_id"])
-            schema = BatchScorer.for_config(config, specs=specs).output_schema
-            sink = PartitionedWriter(staged.dir / SCORES_DIR, schema)
-            for name in (REJECTED_DIR, TEXTS_DIR):
-                (staged.dir / name).mkdir()
-            try:
-                result, scorer = stream_scores(
-                    inputs, pairs, config, specs,
-                    work_dir=staged.dir / "_work", sink=sink,
-                    rejected_target=staged.dir / REJECTED_DIR / "part-0.parquet",
-                    texts_target=staged.dir / TEXTS_DIR / "part-0.parquet",
-                    previous_scores=previous_glob,
-                    previous_corpus=previous.get("corpus_digest") if previous else None,
-                    batch_rows=batch_rows, on_progress=on_progress,
-                )
-            finally:
-                sink.close()
-            if stats:
-                scores = pl.scan_parquet(
-                    staged.dir / SCORES_DIR, hive_partitioning=True,
-                    hive_schema={"model": pl.String},
-                ).select(*KEY_COLUMNS, *metrics, "signature")
-                with phase("statistics"):
-                    write_stats(staged.dir, resamples=resamples, seed=seed, scores=scores)
-            counts = {
-                "read": result.n_read, "scored": result.n_scored, "reused": result.n_reused,
-                "rejected": result.n_rejected,
-            }
-            run_dir = staged.commit(
-                counts=counts, reused_from=previous["run_id"] if previous else None,
-                corpus_digest=scorer.stats.digest(),
-            )
-        except BaseException as exc:
-            staged.abort(f"{type(exc).__name__}: {exc}")
-            raise
-        from pipeline.views import build_views
-
-        build_views(store.root)
+    with store.transaction(run_id or new_run_id(), manifest, force=force,
+                           lock_wait=lock_wait) as run:
+        previous = run.previous
+        result = writer.write_run(
+            inputs, config, specs, run.staged.dir, previous_dir=run.previous_dir,
+            previous_corpus=previous.get("corpus_digest") if previous else None,
+        )
+        if stats:
+            scores = pl.scan_parquet(
+                run.staged.dir / SCORES_DIR, hive_partitioning=True,
+                hive_schema={MODEL_PARTITION: pl.String},
+            ).select(*KEY_COLUMNS, *metrics, "signature")
+            with phase("statistics"):
+                write_stats(run.staged.dir, resamples=resamples, seed=seed, scores=scores)
+        run.finish(counts=result.counts, corpus_digest=result.corpus_digest)
+    assert run.run_dir is not None
     return StoreRunSummary(
-        run_id=run_id, run_dir=run_dir, n_read=result.n_read, n_scored=result.n_scored,
-        n_reused=result.n_reused, n_rejected=result.n_rejected, metrics=metrics,
-        reused_from=previous["run_id"] if previous else None,
+        run_id=run.staged.run_id, run_dir=run.run_dir, n_read=result.n_read,
+        n_scored=result.n_scored, n_reused=result.n_reused, n_rejected=result.n_rejected,
+        metrics=metrics, reused_from=previous["run_id"] if previous else None,
+    )
+
+
+def evaluate_spark(
+    inputs: Sequence[Path],
+    store_root: Path,
+    config: Config,
+    *,
+    spark: SparkSession | None = None,
+    master: str = "local[2]",
+    run_id: str | None = None,
+    lock_wait: float = 0.0,
+    force: bool = False,
+) -> StoreRunSummary:
+    """Evaluate Parquet ``inputs`` on Spark into a run of the results store at ``store_root``.
+
+    The Spark counterpart of :func:`evaluate_to_store` (the same transaction, scores, rejected
+    rows, texts and manifest fields; ``engine`` is ``"spark"``; no statistics). Without
+    ``spark``, a local session on ``master`` is started and stopped. Every input is checked
+    before the store is locked.
+    """
+    engine = SparkEngine(spark=spark, master=master)
+    engine.check(inputs, config)
+    return evaluate_to_store(
+        inputs, store_root, config, engine=engine, run_id=run_id, force=force,
+        lock_wait=lock_wait, stats=False,
     )

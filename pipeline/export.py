@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.evaluate import SCORES_FILE, TEXTS_FILE
+from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
 from pipeline.io.atomic import atomic_path
 from pipeline.schema import InputError
 

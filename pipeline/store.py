@@ -49,28 +49,34 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
+import duckdb
 
+from pipeline import __version__
 from pipeline.config import Config
-from pipeline.schema import InputError
+from pipeline.io.atomic import atomic_path
+from pipeline.io.layout import (
+    COMPARISONS_FILE,
+    FAILED_DIR,
+    INTERVALS_FILE,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    REJECTED_DIR,
+    REJECTED_FILE,
+    RUN_PARTITION,
+    SCORES_DIR,
+    SCORES_FILE,
+    STAGING_DIR,
+    TEXTS_DIR,
+    TEXTS_FILE,
+)
+from pipeline.io.partitioned import PartitionedWriter, partition_dir  # noqa: F401 - re-exported
+from pipeline.io.sql import sql_string
+from pipeline.schema import KEY_COLUMNS, InputError
+from pipeline.views import build_views
 
 log = logging.getLogger(__name__)
 
-RUN_PARTITION = "eval_run"
-MODEL_PARTITION = "model"
-MANIFEST_FILE = "manifest.json"
-SCORES_DIR = "scores"
-REJECTED_DIR = "rejected"
-TEXTS_DIR = "texts"
-STAGING_DIR = "_staging"
-FAILED_DIR = "_failed"
-LOCK_FILE = "_lock"
-#: Directory name of a null partition value (the Hive/Spark convention DuckDB reads as NULL).
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 #: Run names: letters, digits, ``.``, ``_`` and ``-`` (they become directory names).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -94,11 +100,6 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
 
 
-def partition_dir(column: str, value: str | None) -> str:
-    """``column=<percent-encoded value>``; a null value is :data:`NULL_PARTITION`."""
-    return f"{column}={NULL_PARTITION if value is None else quote(value, safe='')}"
-
-
 def build_manifest(
     inputs: Sequence[Path], config: Config, metrics: Sequence[str], engine: str
 ) -> dict[str, Any]:
@@ -107,8 +108,6 @@ def build_manifest(
     Inputs are listed with their size and sha256; the config with every setting (paths as
     text); ``signature`` and ``metrics`` decide whether a later run may reuse these scores.
     """
-    from pipeline import __version__
-
     return {
         "inputs": [
             {"path": str(path), "bytes": Path(path).stat().st_size, "sha256": sha256_file(path)}
@@ -243,6 +242,63 @@ class Store:
         _write_json_atomic(staged.manifest, directory / MANIFEST_FILE)
         return staged
 
+    @contextlib.contextmanager
+    def transaction(
+        self, run_id: str, manifest: Mapping[str, Any], *, force: bool = False,
+        lock_wait: float = 0.0,
+    ) -> Iterator[Transaction]:
+        """Add one run: lock, find a compatible run to reuse, stage, then commit or abort, and
+        rebuild the store's views. Both engines write their runs through it.
+
+        The body writes into ``transaction.staged.dir`` and calls
+        :meth:`Transaction.finish`; an exception (or a body that never finished) records a
+        failed manifest in ``_failed/`` and leaves no partial run.
+        """
+        with self.lock(lock_wait):
+            metrics = tuple(manifest["metrics"])
+            previous = None if force else self.latest_compatible(manifest["signature"], metrics)
+            if previous is not None:
+                log.info("reusing unchanged rows of run %s", previous["run_id"])
+            transaction = Transaction(staged=self.begin(run_id, manifest), previous=previous)
+            try:
+                yield transaction
+                if not transaction._fields:
+                    raise RuntimeError("the run wrote no counts (Transaction.finish not called)")
+                transaction.run_dir = transaction.staged.commit(**transaction._fields)
+            except BaseException as exc:
+                transaction.staged.abort(f"{type(exc).__name__}: {exc}")
+                raise
+            build_views(self.root)
+
+
+@dataclass
+class Transaction:
+    """One run being added to a store: what :meth:`Store.transaction` yields.
+
+    ``previous`` is the manifest of the newest compatible run whose rows may be reused (None
+    when forced or when there is none); the engine writes into ``staged.dir`` and reports its
+    ``counts`` and ``corpus_digest`` with :meth:`finish`.
+    """
+
+    staged: StagedRun
+    previous: dict[str, Any] | None
+    run_dir: Path | None = None
+    _fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def previous_dir(self) -> Path | None:
+        """Directory of the reused run, if any."""
+        if self.previous is None:
+            return None
+        return self.staged.store.run_dir(self.previous["run_id"])
+
+    def finish(self, *, counts: Mapping[str, int], corpus_digest: str | None) -> None:
+        """What the engine wrote: recorded in the manifest at commit."""
+        self._fields = {
+            "counts": dict(counts), "corpus_digest": corpus_digest,
+            "reused_from": self.previous["run_id"] if self.previous else None,
+        }
+
 
 @dataclass
 class StagedRun:
@@ -278,54 +334,12 @@ class StagedRun:
         return target
 
 
-class PartitionedWriter:
-    """Parquet files under ``directory/model=<M>/``, one open writer per model.
-
-    ``write`` takes tables with a ``model`` column; the column is dropped from the files (the
-    directory names carry it), as Spark's ``partitionBy`` does.
-    """
-
-    def __init__(self, directory: Path, schema: pa.Schema, prefix: str = "part") -> None:
-        self.directory = directory
-        self.schema = schema.remove(schema.get_field_index(MODEL_PARTITION))
-        self.prefix = prefix
-        self._writers: dict[str | None, pq.ParquetWriter] = {}
-        self.rows = 0
-
-    def write(self, table: pa.Table) -> None:
-        frame = pl.from_arrow(table)
-        assert isinstance(frame, pl.DataFrame)
-        for (model,), part in frame.partition_by(
-            MODEL_PARTITION, as_dict=True, maintain_order=True
-        ).items():
-            writer = self._writers.get(model)
-            if writer is None:
-                path = self.directory / partition_dir(MODEL_PARTITION, model)
-                path.mkdir(parents=True, exist_ok=True)
-                writer = pq.ParquetWriter(
-                    path / f"{self.prefix}-0.parquet", self.schema, compression="zstd"
-                )
-                self._writers[model] = writer
-            writer.write_table(part.drop(MODEL_PARTITION).to_arrow().cast(self.schema))
-            self.rows += part.height
-
-    def close(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
-        self._writers.clear()
-
-
 def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
     """Copy a committed run into a plain output directory (``scores.parquet``, ``texts.parquet``,
     ``rejected.parquet``, statistics, views), so ``report``, ``compare``, ``export`` and
     ``stats`` work on it; ``run_id`` None takes the latest run. DuckDB streams the copies, each
     file written atomically. Returns ``out_dir``.
     """
-    import duckdb
-
-    from pipeline.io.atomic import atomic_path
-    from pipeline.schema import KEY_COLUMNS
-
     store = Store(Path(store_root))
     manifests = store.manifests()
     if not manifests:
@@ -340,36 +354,30 @@ def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
     scores = (run_dir / SCORES_DIR / "model=*" / "*.parquet").as_posix()
     order = ", ".join(KEY_COLUMNS)
     copies = {
-        "scores.parquet": (
+        SCORES_FILE: (
             f"select {order}, * exclude ({order}, {RUN_PARTITION}) "
-            f"from read_parquet('{_sql(scores)}', hive_partitioning = true, "
+            f"from read_parquet('{sql_string(scores)}', hive_partitioning = true, "
             f"hive_types = {{'model': varchar, '{RUN_PARTITION}': varchar}}) "
             "order by source, row_number"
         ),
-        "texts.parquet": _glob_select(run_dir / TEXTS_DIR, "order by source, row_number"),
-        "rejected.parquet": _glob_select(run_dir / REJECTED_DIR, ""),
+        TEXTS_FILE: _glob_select(run_dir / TEXTS_DIR, "order by source, row_number"),
+        REJECTED_FILE: _glob_select(run_dir / REJECTED_DIR, ""),
     }
-    for name in ("intervals.parquet", "comparisons.parquet"):
+    for name in (INTERVALS_FILE, COMPARISONS_FILE):
         if (run_dir / name).is_file():
             copies[name] = _glob_select(run_dir / name, "")
     with duckdb.connect() as db:
         for name, query in copies.items():
             with atomic_path(out_dir / name) as tmp:
                 db.execute(
-                    f"copy ({query}) to '{_sql(tmp.as_posix())}' (format parquet, "
+                    f"copy ({query}) to '{sql_string(tmp.as_posix())}' (format parquet, "
                     "compression zstd)"
                 )
-    from pipeline.views import build_views
-
     build_views(out_dir)
     log.info("checked out run %s into %s", run_id, out_dir)
     return out_dir
 
 
-def _sql(text: str) -> str:
-    return text.replace("'", "''")
-
-
 def _glob_select(path: Path, tail: str) -> str:
     pattern = path.as_posix() if path.suffix == ".parquet" else f"{path.as_posix()}/*.parquet"
-    return f"select * from read_parquet('{_sql(pattern)}', hive_partitioning = false) {tail}"
+    return f"select * from read_parquet('{sql_string(pattern)}', hive_partitioning = false) {tail}"

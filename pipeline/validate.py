@@ -119,7 +119,7 @@ def validate_records(
 
     Rows whose key (:data:`KEY`) an earlier valid row holds are rejected as duplicates unless
     ``check_duplicates`` is false (the streaming engine checks whole files instead, see
-    :func:`pipeline.streaming.stream_scores`). Raises
+    :func:`pipeline.engines.local.stream_scores`). Raises
     :class:`~pipeline.schema.MissingColumnError` when a required column is absent.
     """
     available = [c for c in frame.columns if c not in PROVENANCE_SCHEMA]
@@ -222,7 +222,7 @@ def iter_validated(
     """Validated chunks of every input, for a run in bounded memory.
 
     Each chunk is validated on its own, without the duplicate-key check, which needs the whole
-    file: the driver runs it afterwards (:func:`pipeline.streaming.stream_scores`) and takes the
+    file: the driver runs it afterwards (:func:`pipeline.engines.local.stream_scores`) and takes the
     ``raw`` JSON of duplicates from :func:`iter_raw`. Pairs are read whole.
     """
     for path in inputs:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from oracles import normalize_answer, squad_scores, strict_exact
 
 from pipeline.config import Config
-from pipeline.evaluate import score_frame
 from pipeline.metrics.answer import multiset_overlap
+from pipeline.scoring import score_frame
 from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 from pipeline.text.normalize import ascii_lower_remove_punctuation, python_lower, squad_normalize
 from pipeline.text.tokenize import squad_tokens, squad_tokens_ascii, squad_tokens_unicode

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from oracles import citation_prf, parse_markers
 
 from pipeline.config import Config
-from pipeline.evaluate import score_frame
 from pipeline.metrics.citation import parse_citation_markers
+from pipeline.scoring import score_frame
 
 
 def run(rows, metrics=("citation", "abstention"), **config):

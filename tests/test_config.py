@@ -8,7 +8,7 @@ import pytest
 from conftest import records
 
 from pipeline.config import Config, ConfigError, default_cache_dir, load_config
-from pipeline.evaluate import score_frame
+from pipeline.scoring import score_frame
 
 
 def write(tmp_path: Path, text: str, name: str = "eval.toml") -> Path:

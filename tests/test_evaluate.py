@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from conftest import records
 
-from pipeline.batch import RECORD_BATCH_SCHEMA, BatchScorer, CorpusStats, row_hashes
 from pipeline.config import Config
 from pipeline.evaluate import SCORES_FILE, batch_rows_for, evaluate
 from pipeline.metrics.registry import REGISTRY
 from pipeline.metrics.tfidf import IdfTable
+from pipeline.scoring import RECORD_BATCH_SCHEMA, BatchScorer, CorpusStats, row_hashes
 
 ROWS = [
     {"id": f"r{i}", "question": f"What is item {i}?", "reference": f"answer {i % 3}",

@@ -7,8 +7,8 @@ import pytest
 from conftest import records
 
 from pipeline.config import Config
-from pipeline.evaluate import score_frame
 from pipeline.metrics.registry import FAMILIES, REGISTRY, UnknownMetricError, levels, resolve
+from pipeline.scoring import score_frame
 
 ROWS = [
     {"reference": "Paris", "response": "Paris [1]", "citations": None, "gold_citations": [1],

@@ -10,8 +10,8 @@ import pytest
 from conftest import records
 
 from pipeline.config import Config, ConfigError, load_config
-from pipeline.evaluate import score_frame
 from pipeline.metrics.registry import FAMILIES, resolve
+from pipeline.scoring import score_frame
 
 COLUMNS = ["rgb_correct", "rejected", "rejection_phrase", "error_detected", "error_corrected"]
 NR, NEG, INT, CF = (

@@ -20,13 +20,13 @@ import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipeline.batch import BatchScorer
 from pipeline.config import Config
-from pipeline.engines.spark import evaluate_spark, local_session
-from pipeline.evaluate import evaluate
+from pipeline.engines.local import stream_scores
+from pipeline.engines.spark import local_session
+from pipeline.evaluate import evaluate, evaluate_spark
 from pipeline.metrics.registry import resolve
 from pipeline.schema import MissingColumnError
-from pipeline.streaming import stream_scores
+from pipeline.scoring import BatchScorer
 
 
 def _missing() -> str | None:

@@ -21,11 +21,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipeline.batch import BatchScorer
 from pipeline.cli import EXIT_BUSY, main
 from pipeline.config import Config
 from pipeline.evaluate import evaluate, evaluate_to_store
 from pipeline.schema import InputError
+from pipeline.scoring import BatchScorer
 from pipeline.store import (
     FAILED_DIR,
     MANIFEST_FILE,

@@ -25,9 +25,9 @@ from oracles import citation_prf
 
 from pipeline import evaluate
 from pipeline.config import Config
-from pipeline.evaluate import score_frame
 from pipeline.metrics.registry import REGISTRY
 from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, InputError
+from pipeline.scoring import score_frame
 from pipeline.stats import write_stats
 from pipeline.views import (
     DB_FILE,

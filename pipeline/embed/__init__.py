@@ -22,9 +22,9 @@ from pipeline.embed.backends import (
     HashedNgramBackend,
     MiniLMOnnxBackend,
     SentenceTransformersBackend,
-    backend_from_spec,
 )
 from pipeline.embed.cache import CachedEmbedder, EmbeddingCache, EmbedStats
+from pipeline.embed.specs import backend_from_spec
 
 __all__ = [
     "CachedEmbedder",

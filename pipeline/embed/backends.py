@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -384,55 +383,6 @@ def _ngrams(texts: pl.Series) -> pl.DataFrame:
         keep=pl.col("row").shift(-2) == pl.col("row"),
     ).filter("keep")
     return pl.concat([unigrams, bigrams.drop("keep"), trigrams.drop("keep")])
-
-
-def _static(**_: Any) -> EmbeddingBackend:
-    from pipeline.embed.static import StaticBackend
-
-    return StaticBackend()
-
-
-_BACKENDS: dict[str, Callable[..., EmbeddingBackend]] = {
-    "minilm": lambda batch_size, batch_tokens, intra_op_threads, device: MiniLMOnnxBackend(
-        batch_size=batch_size, batch_tokens=batch_tokens, intra_op_threads=intra_op_threads,
-        device=device,
-    ),
-    "static": _static,
-    "hashed": lambda **_: HashedNgramBackend(),
-}
-_SENTENCE_TRANSFORMERS = "sentence-transformers:"
-
-
-def backend_from_spec(
-    spec: str = "minilm",
-    *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    batch_tokens: int = DEFAULT_BATCH_TOKENS,
-    intra_op_threads: int | None = None,
-    device: str = "auto",
-) -> EmbeddingBackend:
-    """Build a backend from its configuration spec.
-
-    ``"minilm"`` (default): :class:`MiniLMOnnxBackend` on ``device``; ``"static"``: the
-    distilled :class:`pipeline.embed.static.StaticBackend`; ``"hashed"``:
-    :class:`HashedNgramBackend` (512 buckets); ``"sentence-transformers:<name or path>"``:
-    :class:`SentenceTransformersBackend`.
-
-    >>> backend_from_spec("hashed").name
-    'hashed-ngram-lexical'
-    """
-    spec = spec.strip()
-    if spec in _BACKENDS:
-        return _BACKENDS[spec](batch_size=batch_size, batch_tokens=batch_tokens,
-                               intra_op_threads=intra_op_threads, device=device)
-    if spec.startswith(_SENTENCE_TRANSFORMERS) and spec[len(_SENTENCE_TRANSFORMERS) :].strip():
-        model = spec[len(_SENTENCE_TRANSFORMERS) :].strip()
-        st_device = "cuda" if select_device(device, _ort_providers()) == "cuda" else "cpu"
-        return SentenceTransformersBackend(model, batch_size=batch_size, device=st_device)
-    raise EmbeddingBackendError(
-        f"unknown embedding backend {spec!r}; expected one of: minilm, static, hashed, "
-        "sentence-transformers:<name or local path>"
-    )
 
 
 def _ort_providers() -> list[str]:

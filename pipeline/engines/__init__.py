@@ -1,5 +1,69 @@
-"""Distributed engines running the engine-neutral batch functions of :mod:`pipeline.batch`.
+"""Engines: where a run's records are validated, scored and written.
 
-:mod:`pipeline.engines.spark` runs an evaluation on Apache Spark (the optional ``spark``
-extra); ``docs/distributed.md`` explains how, and plans the same for Ray Data.
+Every engine implements :class:`Engine`: given the inputs and a run directory of a results
+store, it runs the same four steps with the same code for every value (:mod:`pipeline.scoring`
+and :mod:`pipeline.validate`):
+
+1. **first pass**: read and validate the inputs, hash each record (``row_hash``), gather the
+   corpus statistics the selected metrics need;
+2. **split**: reject duplicate keys within a file (the first valid row wins) and, when an
+   earlier compatible run is given, split the records into reused and to score;
+3. **score**: :class:`pipeline.scoring.BatchScorer` on batches of records;
+4. **write**: scores partitioned by model, rejected rows and texts, under the run directory.
+
+The store transaction around it (lock, stage, commit or abort, views) is the caller's
+(:meth:`pipeline.store.Store.transaction`), the same for every engine. The local engine
+(:mod:`pipeline.engines.local`) also writes plain output directories; the Spark engine
+(:mod:`pipeline.engines.spark`, an optional extra) runs the steps on a cluster.
 """
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pipeline.config import Config
+from pipeline.metrics.spec import MetricSpec
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What an engine wrote into a run directory."""
+
+    n_read: int
+    n_scored: int
+    n_reused: int
+    n_rejected: int
+    #: :meth:`pipeline.scoring.CorpusStats.digest` of the run (None without corpus statistics).
+    corpus_digest: str | None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The manifest's ``counts``."""
+        return {"read": self.n_read, "scored": self.n_scored, "reused": self.n_reused,
+                "rejected": self.n_rejected}
+
+
+class Engine(Protocol):
+    """Runs the four steps over ``inputs`` into ``run_dir`` (a staged store run)."""
+
+    @property
+    def name(self) -> str:
+        """Recorded in the run's manifest (``engine``)."""
+        ...
+
+    def write_run(
+        self,
+        inputs: Sequence[Path],
+        config: Config,
+        specs: Sequence[MetricSpec],
+        run_dir: Path,
+        *,
+        previous_dir: Path | None,
+        previous_corpus: str | None,
+    ) -> EngineRun:
+        """Write ``scores/``, ``rejected/`` and ``texts/`` of the run into ``run_dir``;
+        rows whose ``row_hash`` the run in ``previous_dir`` scored are reused from it."""
+        ...

@@ -1,4 +1,4 @@
-"""The Spark engine: the single-machine run of :mod:`pipeline.streaming`, step for step, on Spark.
+"""The Spark engine: the local engine's run (:mod:`pipeline.engines.local`), step by step.
 
 Nothing about metrics is re-implemented here. Every step that touches values runs the same
 Python code as the single-machine engine, called on Arrow data by Spark:
@@ -9,29 +9,31 @@ Python code as the single-machine engine, called on Arrow data by Spark:
    A missing required column raises the reader's error, before any Spark job runs.
 2. Validate: :func:`pipeline.validate.validate_records` (without its duplicate check, as
    :func:`pipeline.validate.iter_validated` calls it) on every Arrow batch, through
-   ``mapInArrow``; ``row_hash`` is :func:`pipeline.batch.row_hashes` of the batch.
+   ``mapInArrow``; ``row_hash`` is :func:`pipeline.scoring.row_hashes` of the batch.
 3. Duplicate keys in a file: a Spark window (``min(row_number)`` per source and
-   :data:`pipeline.validate.KEY` over the valid rows), as ``streaming._find_duplicates`` does in
-   DuckDB; the reason is :data:`pipeline.validate.DUPLICATE_REASON` and ``raw`` is
+   :data:`pipeline.validate.KEY` over the valid rows), as ``local._find_duplicates`` does in DuckDB;
+   the reason is :data:`pipeline.validate.DUPLICATE_REASON` and ``raw`` is
    :func:`pipeline.validate.raw_json` of the input rows, re-read (a semi join on the input),
-   as ``streaming._write_duplicate_raw`` does.
+   as ``local._write_duplicate_raw`` does.
 4. Corpus statistics (a first aggregation): the largest ``references`` list, and TF-IDF
    document frequencies over the distinct non-null questions and compared responses of the
    valid records: Spark ``distinct`` over the texts each batch yields, then the words of each
    text (:func:`pipeline.metrics.tfidf.tfidf_tokens`, once per text) counted by ``groupBy``.
    :meth:`pipeline.metrics.tfidf.IdfTable.from_frequencies` turns them into the very table the
    single-machine :class:`~pipeline.metrics.tfidf.DocumentFrequencies` builds.
-5. Score: ``mapInArrow`` with the run's :class:`pipeline.batch.BatchScorer`, shipped once to
+5. Score: ``mapInArrow`` with the run's :class:`pipeline.scoring.BatchScorer`, shipped once to
    each executor as a broadcast variable (the IDF table can be large; a broadcast is fetched
    once per executor and unpickled once per Python worker, where a closure would travel with
    every task). The embedding model loads lazily, once per Python worker process.
-6. Write the store run (:mod:`pipeline.store` layout) under the store's lock: scores with
-   ``partitionBy("model")``, ``rejected/`` and ``texts/``, then commit the manifest.
+6. Write the store run (:mod:`pipeline.store` layout) into the staged run directory: scores
+   with ``partitionBy("model")``, ``rejected/`` and ``texts/``. The store transaction around
+   it (lock, stage, commit, views) is :meth:`pipeline.store.Store.transaction`, the same as for
+   the local engine (:func:`pipeline.evaluate.evaluate_spark`).
 
 Incremental runs reuse a compatible earlier run's scores by ``row_hash`` (a join) and score only
-the rest (an anti join), as ``streaming._split_incremental`` does; when the corpus statistics
-changed (another :meth:`pipeline.batch.CorpusStats.digest`), the corpus-dependent metrics of the
-reused rows are recomputed with :meth:`pipeline.batch.BatchScorer.refresh`.
+the rest (an anti join), as ``local._split_incremental`` does; when the corpus statistics
+changed (another :meth:`pipeline.scoring.CorpusStats.digest`), the corpus-dependent metrics of the
+reused rows are recomputed with :meth:`pipeline.scoring.BatchScorer.refresh`.
 
 PySpark is imported lazily: the rest of the package works without the ``spark`` extra.
 """
@@ -52,20 +54,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.batch import (
-    RECORD_BATCH_SCHEMA,
-    ROW_HASH,
-    BatchScorer,
-    CorpusStats,
-    corpus_dependent,
-    row_hashes,
-)
 from pipeline.config import Config
-from pipeline.evaluate import StoreRunSummary
+from pipeline.engines import EngineRun
+from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.readers import check_file, missing_column_error, source_names
 from pipeline.metrics.registry import compared_response
-from pipeline.metrics.registry import resolve as resolve_metrics
-from pipeline.metrics.spec import NEEDS_IDF
+from pipeline.metrics.spec import NEEDS_IDF, MetricSpec
+from pipeline.metrics.tfidf import IdfTable, tfidf_tokens
 from pipeline.schema import (
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
@@ -74,16 +69,14 @@ from pipeline.schema import (
     SOURCE_COLUMN,
     InputError,
 )
-from pipeline.store import (
-    MODEL_PARTITION,
-    REJECTED_DIR,
-    SCORES_DIR,
-    TEXTS_DIR,
-    Store,
-    build_manifest,
-    new_run_id,
+from pipeline.scoring import (
+    RECORD_BATCH_SCHEMA,
+    ROW_HASH,
+    BatchScorer,
+    CorpusStats,
+    corpus_dependent,
+    row_hashes,
 )
-from pipeline.streaming import TEXT_COLUMNS
 from pipeline.validate import DUPLICATE_REASON, KEY, raw_json, validate_records
 
 if TYPE_CHECKING:
@@ -251,7 +244,7 @@ class _DuplicateRejections:
 @dataclass(frozen=True)
 class _CorpusTexts:
     """``mapInArrow`` function: valid records -> the distinct non-null questions and compared
-    responses of each batch (the texts :class:`pipeline.batch.CorpusStatsBuilder` counts)."""
+    responses of each batch (the texts :class:`pipeline.scoring.CorpusStatsBuilder` counts)."""
 
     config: Config
     target: pa.Schema
@@ -282,8 +275,6 @@ class _DocumentWords:
     target: pa.Schema
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pipeline.metrics.tfidf import tfidf_tokens
-
         for frame in _polars_frames(batches):
             counts = (
                 frame.select(tfidf_tokens(pl.col(_TEXT)).list.unique().alias(_WORD))
@@ -381,77 +372,56 @@ def _read_input(spark: SparkSession, item: _Input) -> DataFrame:
 # --- the run ------------------------------------------------------------------------------------
 
 
-#: What a Spark run returns: the single-machine store run's summary, so callers (the CLI) treat
-#: both engines alike.
-SparkRunSummary = StoreRunSummary
+@dataclass(frozen=True)
+class SparkEngine:
+    """This module as an :class:`~pipeline.engines.Engine`. Without ``spark``, a
+    :func:`local_session` on ``master`` is started and stopped around each run (for a cluster,
+    pass the session ``spark-submit`` created)."""
 
+    spark: SparkSession | None = None
+    master: str = "local[2]"
+    name: str = ENGINE
 
-def evaluate_spark(
-    inputs: Sequence[Path],
-    store_root: Path,
-    config: Config,
-    *,
-    spark: SparkSession | None = None,
-    master: str = "local[2]",
-    run_id: str | None = None,
-    lock_wait: float = 0.0,
-    force: bool = False,
-) -> StoreRunSummary:
-    """Evaluate Parquet ``inputs`` on Spark into a run of the results store at ``store_root``.
+    def write_run(
+        self,
+        inputs: Sequence[Path],
+        config: Config,
+        specs: Sequence[MetricSpec],
+        run_dir: Path,
+        *,
+        previous_dir: Path | None,
+        previous_corpus: str | None,
+    ) -> EngineRun:
+        _pyspark()
+        if not inputs:
+            raise InputError("no inputs to evaluate")
+        plans = [_plan_input(path, config) for path in inputs]
+        session = self.spark if self.spark is not None else local_session(self.master)
+        try:
+            counts, digest = _run(session, plans, config, specs, run_dir, previous_dir,
+                                  previous_corpus)
+        finally:
+            if self.spark is None:
+                session.stop()
+        return EngineRun(
+            n_read=counts["read"], n_scored=counts["scored"], n_reused=counts["reused"],
+            n_rejected=counts["rejected"], corpus_digest=digest,
+        )
 
-    The Spark counterpart of :func:`pipeline.evaluate.evaluate_to_store`: the same scores,
-    rejected rows, texts and manifest fields (``engine`` is ``"spark"``). Without ``spark``, a
-    :func:`local_session` on ``master`` is started and stopped (for a cluster, pass the session
-    ``spark-submit`` created). Unless ``force``, rows whose ``row_hash`` the newest compatible
-    run (same signature and metrics) scored are copied from it. The store's views are rebuilt
-    after the commit.
-    """
-    _pyspark()
-    if not inputs:
-        raise InputError("no inputs to evaluate")
-    specs = resolve_metrics(config.metrics)
-    metrics = tuple(spec.name for spec in specs)
-    plans = [_plan_input(path, config) for path in inputs]
-    store = Store(Path(store_root))
-    manifest = build_manifest(list(inputs), config, metrics, engine=ENGINE)
-    session = spark if spark is not None else local_session(master)
-    try:
-        with store.lock(lock_wait):
-            previous = None if force else store.latest_compatible(config.signature(), metrics)
-            staged = store.begin(run_id or new_run_id(), manifest)
-            try:
-                if previous is not None:
-                    log.info("reusing unchanged rows of run %s", previous["run_id"])
-                counts, digest = _run(
-                    session, plans, config, specs, staged.dir,
-                    store.run_dir(previous["run_id"]) if previous else None,
-                    previous.get("corpus_digest") if previous else None,
-                )
-                run_dir = staged.commit(
-                    counts=counts, reused_from=previous["run_id"] if previous else None,
-                    corpus_digest=digest,
-                )
-            except BaseException as exc:
-                staged.abort(f"{type(exc).__name__}: {exc}")
-                raise
-            from pipeline.views import build_views
-
-            build_views(store.root)
-    finally:
-        if spark is None:
-            session.stop()
-    return StoreRunSummary(
-        run_id=staged.run_id, run_dir=run_dir, n_read=counts["read"], n_scored=counts["scored"],
-        n_reused=counts["reused"], n_rejected=counts["rejected"], metrics=metrics,
-        reused_from=previous["run_id"] if previous else None,
-    )
+    def check(self, inputs: Sequence[Path], config: Config) -> None:
+        """Check every input on the driver (format, required columns) before a run starts."""
+        _pyspark()
+        if not inputs:
+            raise InputError("no inputs to evaluate")
+        for path in inputs:
+            _plan_input(path, config)
 
 
 def _run(
     spark: SparkSession,
     plans: Sequence[_Input],
     config: Config,
-    specs: Sequence[Any],
+    specs: Sequence[MetricSpec],
     run_dir: Path,
     previous_run: Path | None,
     previous_corpus: str | None,
@@ -558,8 +528,6 @@ def _corpus_stats(
     n_candidates = max(1, 1 + max(longest, 0))
     if NEEDS_IDF not in {need for spec in specs for need in spec.needs}:
         return CorpusStats(n_candidates=n_candidates)
-    from pipeline.metrics.tfidf import IdfTable
-
     text_struct, text_arrow = _spark_types(_arrow_schema({_TEXT: pl.String()}))
     word_struct, word_arrow = _spark_types(_arrow_schema({_WORD: pl.String(), _DOCS: pl.Int64()}))
     frequencies = (
@@ -585,7 +553,7 @@ def _split_incremental(
 ) -> tuple[DataFrame, DataFrame]:
     """(records to score, reused rows): records whose ``row_hash`` the previous run scored,
     with its scores (its first row per hash by source and row_number; metrics named like
-    record columns replace them), as ``streaming._split_incremental``; the others to score."""
+    record columns replace them), as ``local._split_incremental``; the others to score."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 

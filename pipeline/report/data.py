@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.evaluate import TEXTS_FILE
+from pipeline.io.layout import TEXTS_FILE
 from pipeline.schema import InputError
 from pipeline.stats import COMPARISONS_FILE, INTERVALS_FILE
 from pipeline.views import connect

@@ -1,7 +1,9 @@
-"""The engine-neutral scoring function: Arrow record batches in, Arrow record batches out.
+"""The scoring core: records in, metric columns out, the same on every engine.
 
-Every engine runs the same code. The single-machine driver (:mod:`pipeline.streaming`) feeds it
-batches of one file; Spark calls it through ``DataFrame.mapInArrow``
+:func:`score_frame` adds the registry's intermediates and metric columns level by level to a
+frame of validated records; :class:`BatchScorer` wraps it as the engine-neutral batch function
+(Arrow record batches in, Arrow record batches out). Every engine runs the same code. The
+single-machine engine (:mod:`pipeline.engines.local`) feeds it batches of one file; Spark calls it through ``DataFrame.mapInArrow``
 (:mod:`pipeline.engines.spark`); Ray Data could call it through
 ``map_batches(batch_format="pyarrow")`` (docs/distributed.md).
 
@@ -28,7 +30,6 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -36,16 +37,22 @@ import polars_hash
 import pyarrow as pa
 
 from pipeline.config import Config
-from pipeline.metrics.registry import MetricSpec, compared_response
+from pipeline.embed import make_embedder
+from pipeline.embed.cache import CachedEmbedder
+from pipeline.metrics.registry import (
+    REGISTRY,
+    MetricSpec,
+    compared_response,
+    intermediates,
+    levels,
+    metric_expressions,
+)
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
+from pipeline.metrics.tfidf import DocumentFrequencies, IdfTable, SpilledDocumentFrequencies
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from pipeline.embed.cache import CachedEmbedder
-    from pipeline.metrics.tfidf import IdfTable
 
 #: Column of every scored row: XXH3-128 of the record's content (``Binary``, 16 bytes).
 ROW_HASH = "row_hash"
@@ -111,8 +118,6 @@ class CorpusStats:
 def corpus_dependent(specs: Iterable[MetricSpec]) -> tuple[str, ...]:
     """Names of the ``specs`` whose values depend on corpus statistics, directly or through
     other metrics (``tfidf_relevance`` and the composites built on it)."""
-    from pipeline.metrics.registry import REGISTRY
-
     memo: dict[str, bool] = {}
 
     def depends(name: str) -> bool:
@@ -142,8 +147,6 @@ class CorpusStatsBuilder:
 
     def __post_init__(self) -> None:
         if NEEDS_IDF in {need for spec in self.specs for need in spec.needs}:
-            from pipeline.metrics.tfidf import DocumentFrequencies, SpilledDocumentFrequencies
-
             self._frequencies = (
                 DocumentFrequencies() if self.spill_path is None
                 else SpilledDocumentFrequencies(self.spill_path, self.duckdb_memory)
@@ -168,16 +171,59 @@ class CorpusStatsBuilder:
         return CorpusStats(n_candidates=self.n_candidates, idf=idf)
 
 
+def prepare_inputs(
+    records: pl.DataFrame, config: Config, specs: Sequence[MetricSpec]
+) -> Inputs:
+    """What the metric builders share across batches, prepared once over ``records``.
+
+    The candidate count; TF-IDF document frequencies over every distinct question and compared
+    response of ``records`` (the first pass of a two-pass run); the embedding model behind its
+    cache. Each is prepared only when a selected metric needs it.
+    """
+    needs = {need for spec in specs for need in spec.needs}
+    corpus = CorpusStatsBuilder(config, tuple(specs))
+    corpus.add(records)
+    stats = corpus.result()
+    embedder = process_embedder(config) if NEEDS_EMBEDDER in needs else None
+    return Inputs(
+        config=config, n_candidates=stats.n_candidates, idf=stats.idf, embedder=embedder
+    )
+
+
+def score_frame(
+    records: pl.DataFrame | pl.LazyFrame,
+    config: Config,
+    *,
+    specs: Sequence[MetricSpec] | None = None,
+    inputs: Inputs | None = None,
+) -> pl.LazyFrame:
+    """Key columns, metric columns and ``signature`` for each record (lazy).
+
+    ``records`` must have every column of :data:`pipeline.schema.RECORD_SCHEMA`. ``inputs``
+    defaults to :func:`prepare_inputs` over ``records`` themselves; a batched run passes the
+    inputs it prepared once over all its records. The registry says which intermediates and
+    metric levels to add; this function knows no metric details.
+    """
+    specs = tuple(specs) if specs is not None else resolve_metrics(config.metrics)
+    frame = records.lazy()
+    if inputs is None:
+        inputs = prepare_inputs(frame.collect(), config, specs)
+    needed = {need for spec in specs for need in spec.needs}
+    for stage in intermediates(inputs, needed):
+        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
+    for group in levels(specs):
+        frame = frame.with_columns(metric_expressions(group, inputs))
+    keys = [pl.col(name) for name in KEY_COLUMNS]
+    metrics = [pl.col(spec.name) for spec in specs]
+    return frame.select(*keys, *metrics, pl.lit(config.signature()).alias("signature"))
+
+
 @functools.cache
 def _process_embedder(
     backend: str, cache_dir: str | None, batch_size: int, batch_tokens: int, device: str,
     cache_float16: bool,
 ) -> CachedEmbedder:
     """One embedder (model and cache handle) per process and setting: workers load it once."""
-    from pathlib import Path
-
-    from pipeline.embed import make_embedder
-
     return make_embedder(
         backend, cache_dir=Path(cache_dir) if cache_dir else None, batch_size=batch_size,
         batch_tokens=batch_tokens, device=device, cache_float16=cache_float16,
@@ -275,8 +321,6 @@ class BatchScorer:
         """
         if not names:
             return scored
-        from pipeline.evaluate import score_frame
-
         stale = tuple(spec for spec in self.specs if spec.name in set(names))
         fresh = score_frame(
             scored.drop(names), self.config, specs=stale, inputs=self.inputs()
@@ -299,8 +343,6 @@ class BatchScorer:
                 yield self.score(batch)
 
     def _score(self, records: pl.DataFrame) -> pl.DataFrame:
-        from pipeline.evaluate import score_frame
-
         if ROW_HASH not in records.columns:
             records = records.with_columns(pl.lit(None, pl.Binary).alias(ROW_HASH))
         scored = score_frame(records, self.config, specs=self.specs, inputs=self.inputs())

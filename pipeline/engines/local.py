@@ -1,12 +1,15 @@
-"""The single-machine engine: a two-pass run over the inputs in bounded memory.
+"""The local engine: a run over the inputs on this machine, in bounded memory.
+
+One pass when no selected metric needs corpus statistics and no input repeats a key
+(:func:`_single_pass`); otherwise two passes, as follows.
 
 Pass 1 reads each input in chunks (:func:`pipeline.validate.iter_validated`), validates them,
 appends valid records (with their ``row_hash``) to a work file and rejected rows to another, and
-spills the distinct texts the corpus statistics count (:class:`pipeline.batch.CorpusStatsBuilder`
+spills the distinct texts the corpus statistics count (:class:`pipeline.scoring.CorpusStatsBuilder`
 with a spill file). DuckDB then counts the document frequencies, finds duplicate keys over whole
 files and, in an incremental run, splits the records into those whose ``row_hash`` a compatible
 earlier run already scored (their scores are copied) and those to score. Pass 2 streams the
-records to score through :class:`pipeline.batch.BatchScorer`, batch by batch, into a
+records to score through :class:`pipeline.scoring.BatchScorer`, batch by batch, into a
 :class:`ScoreSink`.
 
 Memory: one input chunk (``chunk_rows``) in pass 1; one scoring batch (``batch_rows``, fewer for
@@ -31,7 +34,18 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.batch import (
+from pipeline.config import Config
+from pipeline.engines import EngineRun
+from pipeline.io.background import BackgroundWriter, Prefetch
+from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
+from pipeline.io.partitioned import PartitionedWriter
+from pipeline.io.readers import parquet_keys_unique
+from pipeline.io.sql import sql_string
+from pipeline.metrics.registry import MetricSpec
+from pipeline.metrics.spec import NEEDS_IDF
+from pipeline.phases import PhaseTimer
+from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
+from pipeline.scoring import (
     RECORD_BATCH_SCHEMA,
     ROW_HASH,
     BatchScorer,
@@ -41,13 +55,6 @@ from pipeline.batch import (
     process_embedder,
     row_hashes,
 )
-from pipeline.config import Config
-from pipeline.io.background import BackgroundWriter, Prefetch
-from pipeline.io.readers import parquet_keys_unique
-from pipeline.metrics.registry import MetricSpec
-from pipeline.metrics.spec import NEEDS_IDF
-from pipeline.phases import PhaseTimer
-from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
 from pipeline.validate import DUPLICATE_REASON, KEY, Validated, iter_raw, iter_validated
 
 log = logging.getLogger(__name__)
@@ -61,8 +68,6 @@ DEFAULT_BATCH_BYTES = 32 * 2**20
 DEFAULT_CHUNK_ROWS = 100_000
 #: DuckDB's memory limit for the duplicate check and the incremental split (it spills beyond).
 DEFAULT_DUCKDB_MEMORY = "512MB"
-#: Columns of ``texts.parquet``.
-TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
 
 _RECORDS = "records.parquet"
 _REJECTED = "rejected.parquet"
@@ -168,7 +173,7 @@ def stream_scores(
     run's scores, hive-partitioned) enables incremental re-scoring.
 
     Incremental rule: a record whose ``row_hash`` the previous run scored keeps that run's
-    scores, except the corpus-dependent metrics (:func:`pipeline.batch.corpus_dependent`),
+    scores, except the corpus-dependent metrics (:func:`pipeline.scoring.corpus_dependent`),
     which are recomputed for every reused row when this run's corpus digest differs from
     ``previous_corpus`` (the previous run's :meth:`CorpusStats.digest`).
 
@@ -453,12 +458,8 @@ def _frames(path: Path, rows: int) -> Iterator[pl.DataFrame]:
         yield scan.slice(offset, rows).collect()
 
 
-def _sql_text(text: str) -> str:
-    return text.replace("'", "''")
-
-
 def _sql_path(path: Path) -> str:
-    return _sql_text(str(path))
+    return sql_string(str(path))
 
 
 def _copy(db: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
@@ -503,14 +504,14 @@ def _write_rejected(
 ) -> None:
     """Rows rejected in pass 1 and duplicate keys, in input order (file, then row)."""
     order = " union all ".join(
-        f"select '{_sql_text(source)}' as source, {position} as position"
+        f"select '{sql_string(source)}' as source, {position} as position"
         for position, source in enumerate(sources)
     ) or "select null::varchar as source, 0 as position where false"
     duplicates = ""
     if duplicate_raw is not None:
         duplicates = f"""union all
         select d.source, d.row_number, d.id,
-               format('{_sql_text(DUPLICATE_REASON)}', d.id, d.first_row) as reason, r.raw
+               format('{sql_string(DUPLICATE_REASON)}', d.id, d.first_row) as reason, r.raw
         from duplicates d
         join read_parquet('{_sql_path(duplicate_raw)}', hive_partitioning = false) r
             using (source, row_number)"""
@@ -539,11 +540,11 @@ def _split_incremental(
     files) takes the scores of its first row.
     """
     scan = (
-        f"read_parquet('{_sql_text(previous)}', hive_partitioning = true, "
+        f"read_parquet('{sql_string(previous)}', hive_partitioning = true, "
         "hive_types = {'model': varchar, 'eval_run': varchar})"
     )
     order = " union all ".join(
-        f"select '{_sql_text(source)}' as source, {position} as position"
+        f"select '{sql_string(source)}' as source, {position} as position"
         for source, position in positions.items()
     )
     db.execute(
@@ -612,3 +613,49 @@ class _OrderedScores:
         buffer = pl.concat(parts)
         self._buffer = buffer.filter(after)
         return buffer.filter(~after)
+
+
+@dataclass(frozen=True)
+class LocalEngine:
+    """This module as an :class:`~pipeline.engines.Engine`: a store run written on this machine
+    (one pass or two, as :func:`stream_scores` decides)."""
+
+    pairs: Sequence[tuple[Path, Path]] = ()
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    on_progress: Callable[[str, int], None] | None = None
+    name: str = "local"
+
+    def write_run(
+        self,
+        inputs: Sequence[Path],
+        config: Config,
+        specs: Sequence[MetricSpec],
+        run_dir: Path,
+        *,
+        previous_dir: Path | None,
+        previous_corpus: str | None,
+    ) -> EngineRun:
+        previous_scores = None
+        if previous_dir is not None:
+            previous_scores = (
+                f"{previous_dir.as_posix()}/{SCORES_DIR}/{MODEL_PARTITION}=*/*.parquet"
+            )
+        schema = BatchScorer.for_config(config, specs=specs).output_schema
+        sink = PartitionedWriter(run_dir / SCORES_DIR, schema)
+        for name in (REJECTED_DIR, TEXTS_DIR):
+            (run_dir / name).mkdir()
+        try:
+            result, scorer = stream_scores(
+                inputs, self.pairs, config, specs,
+                work_dir=run_dir / "_work", sink=sink,
+                rejected_target=run_dir / REJECTED_DIR / "part-0.parquet",
+                texts_target=run_dir / TEXTS_DIR / "part-0.parquet",
+                previous_scores=previous_scores, previous_corpus=previous_corpus,
+                batch_rows=self.batch_rows, on_progress=self.on_progress,
+            )
+        finally:
+            sink.close()
+        return EngineRun(
+            n_read=result.n_read, n_scored=result.n_scored, n_reused=result.n_reused,
+            n_rejected=result.n_rejected, corpus_digest=scorer.stats.digest(),
+        )

@@ -1,0 +1,33 @@
+"""Names of the files and directories a run writes: one place for every reader and writer.
+
+An output directory (``evaluate --out``) holds :data:`SCORES_FILE`, :data:`REJECTED_FILE`,
+:data:`TEXTS_FILE`, the statistics (:data:`INTERVALS_FILE`, :data:`COMPARISONS_FILE`) and
+:data:`DATABASE_FILE`; a results store holds one directory per run (:mod:`pipeline.store`).
+"""
+
+from __future__ import annotations
+
+SCORES_FILE = "scores.parquet"
+REJECTED_FILE = "rejected.parquet"
+#: The texts behind each scored row (for exports and reports), keyed like ``scores.parquet``.
+TEXTS_FILE = "texts.parquet"
+INTERVALS_FILE = "intervals.parquet"
+COMPARISONS_FILE = "comparisons.parquet"
+#: The DuckDB database with the views, for other SQL clients.
+DATABASE_FILE = "eval.duckdb"
+#: Columns of ``texts.parquet``.
+TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
+
+# A results store (pipeline.store): STORE/eval_run=<RUN>/{scores/model=<M>/, rejected/, texts/,
+# manifest.json, statistics}, runs being written under _staging/, failed runs under _failed/.
+RUN_PARTITION = "eval_run"
+MODEL_PARTITION = "model"
+MANIFEST_FILE = "manifest.json"
+SCORES_DIR = "scores"
+REJECTED_DIR = "rejected"
+TEXTS_DIR = "texts"
+STAGING_DIR = "_staging"
+FAILED_DIR = "_failed"
+LOCK_FILE = "_lock"
+#: Directory value of a null partition key (Hive's, which DuckDB and Spark read back as null).
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
