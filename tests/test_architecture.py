@@ -64,7 +64,7 @@ def _resolve(module: str, node: ast.ImportFrom) -> list[str]:
     base = node.module or ""
     if node.level:
         package = module.split(".")
-        if not MODULES[module].name == "__init__.py":
+        if MODULES[module].name != "__init__.py":
             package = package[:-1]
         package = package[: len(package) - node.level + 1]
         base = ".".join([*package, base] if base else package)
@@ -145,7 +145,7 @@ def test_no_cycles() -> None:
             if name not in MODULES:
                 continue
             if state.get(name) == 1:
-                cycle = stack[stack.index(name):] + [name]
+                cycle = [*stack[stack.index(name):], name]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if name not in state:
                 visit(name)
