@@ -1,8 +1,12 @@
 """Run configuration: read once at the edge (CLI flags or a TOML file) into a frozen object.
 
 Metrics never read the environment or files; they receive the values they need as keyword
-arguments from :class:`Config`. :meth:`Config.signature` renders the settings that change scores
-so every score row records how it was computed.
+arguments from :class:`Config`, and the composite rule files as typed objects
+(:attr:`Config.rules`, read by :mod:`pipeline.rules`). :meth:`Config.signature` renders the
+settings that change scores so every score row records how it was computed.
+
+This module sits on the bottom floor: it imports from ``pipeline`` only the version, the record
+schema and :mod:`pipeline.rules` (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -13,14 +17,16 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from importlib import resources
+from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from pipeline import __version__
-from pipeline.metrics.rgb_detect import (
+from pipeline.rules import RuleFileError, RuleSet, load_rules
+from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, files_digest, read_bytes
+from pipeline.rules.rgb import (
     DEFAULT_ERROR_KEYWORDS,
     DEFAULT_PRIMARY_REJECTIONS,
     DEFAULT_SECONDARY_REJECTIONS,
@@ -63,7 +69,7 @@ DEFAULT_UNANSWERABLE_TYPES: tuple[str, ...] = ("impossible", "unanswerable")
 
 #: Embedding backend used for semantic and grounding metrics (see ``pipeline.embed``).
 DEFAULT_EMBEDDING_BACKEND = "minilm"
-#: Built-in embedding backends (see ``pipeline.embed.backends.backend_from_spec``).
+#: Built-in embedding backends (see ``pipeline.embed.specs.backend_from_spec``).
 EMBEDDING_BACKENDS: tuple[str, ...] = ("minilm", "static", "hashed")
 SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
 #: Most texts per inference batch of the embedding model.
@@ -200,11 +206,21 @@ class Config:
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle support (a run's config travels to distributed workers)."""
-        return {**self.__dict__, "columns": dict(self.columns)}
+        """Pickle support (a run's config travels to distributed workers, which read the rule
+        files again on first use: the loaded rules are not pickled)."""
+        state = {**self.__dict__, "columns": dict(self.columns)}
+        state.pop("rules", None)
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update({**state, "columns": MappingProxyType(dict(state["columns"]))})
+
+    @cached_property
+    def rules(self) -> RuleSet:
+        """The composite rule files, read and checked once per config (and parsed once per
+        content in the process); ``ValueError`` naming the file and the key when malformed."""
+        return load_rules(self.quality_rules_file, self.safety_rules_file,
+                          self.relevance_rules_file, self.overall_rules_file)
 
     def with_metrics(self, metrics: tuple[str, ...] | None) -> Config:
         """A copy restricted to ``metrics`` (names or families)."""
@@ -238,37 +254,19 @@ class Config:
         return hashlib.sha256(text.encode()).hexdigest()[:8]
 
     def composite_digest(self) -> str:
-        """Short digest of the effective quality, safety, relevance and overall rule files."""
-        digest = hashlib.sha256()
-        for path, bundled in (
-            (self.quality_rules_file, "quality.toml"),
-            (self.safety_rules_file, "safety.toml"),
-            (self.relevance_rules_file, "relevance.toml"),
-            (self.overall_rules_file, "overall.toml"),
-        ):
-            data = (
-                Path(path).read_bytes() if path is not None
-                else resources.files("pipeline.data").joinpath(bundled).read_bytes()
-            )
-            digest.update(hashlib.sha256(data).digest())
-        return digest.hexdigest()[:8]
+        """Short digest of the bytes of the quality, safety, relevance and overall rule files
+        behind :attr:`rules`."""
+        return self.rules.digest
 
     def keyword_digest(self) -> str:
         """Short digest of what fixes the keyword lists: the bytes of the stopword and synonym
         files and the lemmatizer's version (the lists themselves are built only by runs that
         use them; building the synonym table loads simplemma's dictionary, 0.2 s)."""
-        from pipeline.metrics.keywords import STOPWORDS_FILE, SYNONYMS_FILE
-
-        digest = hashlib.sha256(f"simplemma {version('simplemma')}".encode())
-        for path, bundled in (
-            (self.stopwords_file, STOPWORDS_FILE), (self.synonyms_file, SYNONYMS_FILE),
-        ):
-            data = (
-                Path(path).read_bytes() if path is not None
-                else resources.files("pipeline.data").joinpath(bundled).read_bytes()
-            )
-            digest.update(hashlib.sha256(data).digest())
-        return digest.hexdigest()[:8]
+        files = ((self.stopwords_file, STOPWORDS_FILE), (self.synonyms_file, SYNONYMS_FILE))
+        return files_digest(
+            (read_bytes(path, bundled)[0] for path, bundled in files),
+            prefix=f"simplemma {version('simplemma')}".encode(),
+        )
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
@@ -347,19 +345,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     if bad:
         raise ConfigError(f"unknown config option(s) {bad}")
     config = Config(**values)
-    _check_rule_files(config)
-    return config
-
-
-def _check_rule_files(config: Config) -> None:
-    """Load the composite rule files once, so a malformed one fails before any work."""
-    from pipeline.metrics.composite_specs import rule_files
-
-    try:
-        rule_files(config.quality_rules_file, config.safety_rules_file,
-                   config.relevance_rules_file, config.overall_rules_file)
-    except ValueError as exc:
+    try:  # the rule files are read here, once, so a malformed one fails before any work
+        config.rules  # noqa: B018
+    except RuleFileError as exc:
         raise ConfigError(str(exc)) from exc
+    return config
 
 
 def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
 from pipeline.io.atomic import atomic_path
+from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
 from pipeline.schema import InputError
 
 FORMATS = ("tsv", "csv", "parquet")

@@ -3,9 +3,9 @@
 :func:`score_frame` adds the registry's intermediates and metric columns level by level to a
 frame of validated records; :class:`BatchScorer` wraps it as the engine-neutral batch function
 (Arrow record batches in, Arrow record batches out). Every engine runs the same code. The
-single-machine engine (:mod:`pipeline.engines.local`) feeds it batches of one file; Spark calls it through ``DataFrame.mapInArrow``
-(:mod:`pipeline.engines.spark`); Ray Data could call it through
-``map_batches(batch_format="pyarrow")`` (docs/distributed.md).
+local engine (:mod:`pipeline.engines.local`) feeds it batches of one file; Spark calls it
+through ``DataFrame.mapInArrow`` (:mod:`pipeline.engines.spark`); Ray Data could call it
+through ``map_batches(batch_format="pyarrow")`` (docs/distributed.md).
 
 A run has two passes. The first accumulates :class:`CorpusStats` (TF-IDF document frequencies over
 distinct questions and compared responses, and the candidate count) with

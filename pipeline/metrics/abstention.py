@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.citation import CITATION_MARKER
 from pipeline.metrics.common import flag
+from pipeline.text.markers import CITATION_MARKER
 from pipeline.text.normalize import lower_collapse
 
 _QUOTES_FROM = ["\u2019", "\u2018", "\u02bc", "\u201c", "\u201d"]

@@ -14,9 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.metrics.common import harmonic_mean, safe_div
-
-#: A bracketed group of citation numbers: ``[3]``, ``[1, 2]``, ``[1; 4]``.
-CITATION_MARKER = r"\[\s*\d{1,9}(?:\s*[,;]\s*\d{1,9})*\s*\]"
+from pipeline.text.markers import CITATION_MARKER
 
 
 def parse_citation_markers(text: pl.Expr) -> pl.Expr:

@@ -3,14 +3,15 @@ relevance, and the overall layer (accuracy composite, weighted overall score, pa
 failure mode, suggestions).
 
 Each family's rules (patterns, weights, ranges, thresholds, feedback texts) are TOML data files
-under ``pipeline/data/`` that ``[composite]`` in the config can replace. All of them read the
-compared response (``_response``: citation markers stripped unless configured otherwise).
+under ``pipeline/data/`` that ``[composite]`` in the config can replace; :mod:`pipeline.rules`
+loads them once when the config is read, and the builders take them from ``config.rules``. All
+of them read the compared response (``_response``: citation markers stripped unless configured
+otherwise).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import polars as pl
 
@@ -21,7 +22,7 @@ _RESPONSE = "_response"
 
 
 def _quality_rules(inputs: Inputs) -> quality.QualityRules:
-    return quality.QualityRules.load(inputs.config.quality_rules_file)
+    return inputs.config.rules.quality
 
 
 def _on_response(fn: Callable[..., pl.Expr], part: str) -> Callable[[Inputs], pl.Expr]:
@@ -46,14 +47,13 @@ _QUALITY_PARTS = ("fluency_score", "coherence_score", "conciseness_score", "read
 
 def _safety(name: str) -> Callable[[Inputs], pl.Expr]:
     def build(inputs: Inputs) -> pl.Expr:
-        rules = safety.SafetyRules.load(inputs.config.safety_rules_file)
-        return safety.safety_scores(pl.col(_RESPONSE), rules=rules)[name]
+        return safety.safety_scores(pl.col(_RESPONSE), rules=inputs.config.rules.safety)[name]
 
     return build
 
 
 def _relevance_rules(inputs: Inputs) -> relevance_composite.RelevanceRules:
-    return relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
+    return inputs.config.rules.relevance
 
 
 def _relevance(fn: Callable[..., pl.Expr], *columns: str) -> Callable[[Inputs], pl.Expr]:
@@ -78,16 +78,14 @@ def _composite_relevance(inputs: Inputs) -> pl.Expr:
 
 def _overall(name: str) -> Callable[[Inputs], pl.Expr]:
     def build(inputs: Inputs) -> pl.Expr:
-        rules = overall.OverallRules.load(inputs.config.overall_rules_file)
-        return overall.overall_scores(rules=rules)[name]
+        return overall.overall_scores(rules=inputs.config.rules.overall)[name]
 
     return build
 
 
 def _category(fn: Callable[..., pl.Expr]) -> Callable[[Inputs], pl.Expr]:
     def build(inputs: Inputs) -> pl.Expr:
-        rules = relevance_composite.RelevanceRules.load(inputs.config.relevance_rules_file)
-        return fn(pl.col("category"), rules=rules)
+        return fn(pl.col("category"), rules=_relevance_rules(inputs))
 
     return build
 
@@ -206,11 +204,3 @@ SPECS: tuple[MetricSpec, ...] = (
           needs=_OVERALL_NEEDS),
 )
 
-
-def rule_files(quality_file: Path | None, safety_file: Path | None,
-               relevance_file: Path | None, overall_file: Path | None) -> None:
-    """Load (and so validate) the four rule files; ``ValueError`` names a malformed one."""
-    quality.QualityRules.load(quality_file)
-    safety.SafetyRules.load(safety_file)
-    relevance_composite.RelevanceRules.load(relevance_file)
-    overall.OverallRules.load(overall_file)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cache, partial
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
@@ -50,9 +49,8 @@ import polars as pl
 import simplemma
 
 from pipeline.metrics.common import safe_div
+from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, read_text
 
-STOPWORDS_FILE = "stopwords_en.txt"
-SYNONYMS_FILE = "synonyms.tsv"
 LEMMA_LANGUAGE = "en"
 
 _WORD = r"[\p{L}\p{M}\p{N}]+(?:'[\p{L}\p{M}\p{N}]+)*"
@@ -70,14 +68,6 @@ def _lemma(word: str) -> str:
     return lemma
 
 
-def _read(path: Path | None, packaged: str) -> tuple[str, str]:
-    """(text, name for error messages) of a user file or of the packaged default."""
-    if path is None:
-        text = resources.files("pipeline.data").joinpath(packaged).read_text(encoding="utf-8")
-        return text, f"pipeline/data/{packaged}"
-    return Path(path).read_text(encoding="utf-8"), str(path)
-
-
 def _content_lines(text: str) -> list[tuple[int, str]]:
     """(line number, content) of lines that are not blank once ``#`` comments are removed."""
     stripped = ((n, line.split("#", 1)[0].strip()) for n, line in enumerate(text.splitlines(), 1))
@@ -93,7 +83,7 @@ def _as_word(raw: str, source: str, line: int) -> str:
 
 @cache
 def _stopwords(path: Path | None) -> frozenset[str]:
-    text, source = _read(path, STOPWORDS_FILE)
+    text, source = read_text(path, STOPWORDS_FILE)
     return frozenset(_as_word(content, source, n) for n, content in _content_lines(text))
 
 
@@ -108,7 +98,7 @@ def load_stopwords(path: Path | None = None) -> frozenset[str]:
 
 @cache
 def _synonyms(path: Path | None) -> Mapping[str, str]:
-    text, source = _read(path, SYNONYMS_FILE)
+    text, source = read_text(path, SYNONYMS_FILE)
     canonical: dict[str, str] = {}
     group_line: dict[str, int] = {}
     for n, content in _content_lines(text):

@@ -1,8 +1,10 @@
 """Overall layer of the category-aware composite: accuracy composite, category-weighted overall
 score, pass flags, primary failure mode, suggestions and a one-line feedback.
 
-Every weight, threshold, band, phrase and rule order comes from :class:`OverallRules`, loaded
-from ``pipeline/data/overall.toml`` (or a user file of the same layout). The inputs are
+Every weight, threshold, band, phrase and rule order comes from
+:class:`~pipeline.rules.overall.OverallRules`, which :mod:`pipeline.rules` loads from
+``pipeline/data/overall.toml`` (or a user file of the same layout) when the config is read. The
+inputs are
 existing columns (:data:`INPUT_COLUMNS`), passed as expressions; ``scoring_category`` is the
 canonical category (see :func:`~pipeline.metrics.relevance_composite.canonical_category`).
 
@@ -39,205 +41,35 @@ categories). **A condition on a null value is false**, so a rule never fires on 
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import polars as pl
 
 from pipeline.metrics.common import flag
-from pipeline.metrics.quality import _bands, _Table, band_feedback
-from pipeline.metrics.rules import read_rules
+from pipeline.metrics.quality import band_feedback
+from pipeline.rules.overall import ACCURACY_INPUTS as ACCURACY_INPUTS
+from pipeline.rules.overall import (
+    ALLOWED_COLUMNS,
+    AREAS,
+    INPUT_COLUMNS,
+    Condition,
+    OverallRules,
+    Rule,
+)
+from pipeline.rules.overall import CATEGORIES as CATEGORIES
+from pipeline.rules.overall import OPERATORS as OPERATOR_NAMES
 
-OVERALL_FILE = "overall.toml"
-CATEGORIES = ("Factual", "Explanatory", "Instructional", "Creative", "Sensitive")
-AREAS = ("accuracy", "relevance", "safety", "quality")
-ACCURACY_INPUTS = (
-    "semantic_similarity",
-    "rouge_1",
-    "content_coverage",
-    "numeric_accuracy",
-    "rouge_2",
-    "answer_em",
-    "bleu",
-)
-INPUT_COLUMNS = (
-    *ACCURACY_INPUTS,
-    "composite_relevance",
-    "safety_score",
-    "composite_quality",
-    "is_refusal",
-    "bias_categories",
-    "perspective_balance",
-    "coherence_score",
-    "conciseness_score",
-    "fluency_score",
-    "scoring_category",
-)
-#: Columns a rule condition may name: the numeric inputs and two derived values.
-ALLOWED_COLUMNS = frozenset(
-    [c for c in INPUT_COLUMNS if c not in ("bias_categories", "scoring_category")]
-    + ["composite_accuracy", "bias_category_count"]
-)
+_COMPARE: Mapping[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+}
+#: The comparison of each operator a rule condition may use.
 OPERATORS: Mapping[str, Callable[[Any, Any], Any]] = MappingProxyType(
-    {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
+    {name: _COMPARE[name] for name in OPERATOR_NAMES}
 )
 BIAS_PLACEHOLDER = "{bias_categories}"
-_FEEDBACK_FIELDS = ("{score}", "{category}", "{passed}", "{failed}", "{failure_mode}")
-
-
-# --- rules -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Condition:
-    """``column op value``; false where the column is null."""
-
-    column: str
-    op: str
-    value: float
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A name (failure mode) or text (suggestion) and the conditions that must all hold."""
-
-    label: str
-    conditions: tuple[Condition, ...]
-
-
-@dataclass(frozen=True)
-class FeedbackFormat:
-    """``[overall_feedback]``: the line template, score decimals and the text for 'nothing'."""
-
-    template: str
-    decimals: int
-    none_text: str
-
-
-@dataclass(frozen=True)
-class OverallRules:
-    """All rules of the overall layer, as read from one TOML file (see ``overall.toml``)."""
-
-    accuracy_weights: Mapping[str, float]
-    accuracy_bands: tuple[tuple[float, str], ...]
-    caution: str
-    caution_categories: tuple[str, ...]
-    category_weights: Mapping[str, Mapping[str, float]]
-    passing: Mapping[str, float]
-    failure_modes: tuple[Rule, ...]
-    pass_label: str
-    suggestions: tuple[Rule, ...]
-    bias_separator: str
-    fallback: str
-    feedback: FeedbackFormat
-    source: str
-
-    @classmethod
-    def load(cls, path: Path | None = None) -> OverallRules:
-        """Rules from ``path``, or the packaged ``pipeline/data/overall.toml`` by default.
-
-        Raises ``ValueError`` naming the file and the key on malformed input.
-
-        >>> OverallRules.load().category_weights["Creative"]["quality"]
-        0.3
-        """
-        return _load(None if path is None else Path(path))
-
-
-@cache
-def _load(path: Path | None) -> OverallRules:
-    data, source = read_rules(path, OVERALL_FILE)
-    root = _Table(data, source, "")
-    accuracy = root.table("accuracy_weights")
-    weights = _weights(accuracy, ACCURACY_INPUTS)
-    band_table = root.table("accuracy_feedback")
-    categories = root.table("category_weights")
-    category_weights = {c: _weights(categories.table(c), AREAS) for c in CATEGORIES}
-    categories.done()
-    passing = root.table("passing")
-    thresholds = {area: passing.number(area) for area in AREAS}
-    failure = root.table("failure")
-    fmt = root.table("suggestion_format")
-    feedback = root.table("overall_feedback")
-    template = feedback.typed("template", str, "a string")
-    rules = OverallRules(
-        accuracy_weights=MappingProxyType(weights),
-        accuracy_bands=_bands(band_table),
-        caution=band_table.typed("caution", str, "a string"),
-        caution_categories=_categories(band_table, "caution_categories"),
-        category_weights=MappingProxyType(
-            {c: MappingProxyType(w) for c, w in category_weights.items()}
-        ),
-        passing=MappingProxyType(thresholds),
-        failure_modes=_rules(failure, "modes", "name"),
-        pass_label=failure.typed("pass_label", str, "a string"),
-        suggestions=_rules(root, "suggestions", "text"),
-        bias_separator=fmt.typed("bias_separator", str, "a string"),
-        fallback=fmt.typed("fallback", str, "a string"),
-        feedback=FeedbackFormat(
-            template=template,
-            decimals=feedback.integer("decimals"),
-            none_text=feedback.typed("none_text", str, "a string"),
-        ),
-        source=source,
-    )
-    if not any(field in template for field in _FEEDBACK_FIELDS):
-        raise feedback._fail("template", f"expected at least one of {', '.join(_FEEDBACK_FIELDS)}")
-    for table in (accuracy, band_table, passing, failure, fmt, feedback, root):
-        table.done()
-    return rules
-
-
-def _weights(table: _Table, names: tuple[str, ...]) -> dict[str, float]:
-    """Non-negative weights for exactly ``names``, summing to 1 within 1e-9."""
-    weights = {name: table.number(name, low=0.0) for name in names}
-    table.done()
-    total = math.fsum(weights.values())
-    if abs(total - 1.0) > 1e-9:
-        raise table._fail(names[0], f"weights must sum to 1 (within 1e-9), got {total!r}")
-    return weights
-
-
-def _categories(table: _Table, key: str) -> tuple[str, ...]:
-    names = table.strings(key)
-    for name in names:
-        if name not in CATEGORIES:
-            raise table._fail(key, f"unknown category {name!r}; expected one of {CATEGORIES}")
-    return names
-
-
-def _rules(table: _Table, key: str, label: str) -> tuple[Rule, ...]:
-    raw = table.typed(key, list, "an array of tables")
-    rules = []
-    for index, entry in enumerate(raw):
-        if not isinstance(entry, dict):
-            raise table._fail(key, f"expected an array of tables, got {entry!r}")
-        item = _Table(entry, table.source, f"{table.name}.{key}[{index}]".lstrip("."))
-        text = item.typed(label, str, "a string")
-        conditions = item.typed("all", list, "a list of [column, op, value]")
-        if not conditions:
-            raise item._fail("all", "needs at least one condition")
-        rules.append(Rule(text, tuple(_condition(item, c) for c in conditions)))
-        item.done()
-    return tuple(rules)
-
-
-def _condition(table: _Table, raw: Any) -> Condition:
-    ok = isinstance(raw, list) and len(raw) == 3
-    if not ok or not all(isinstance(x, str) for x in raw[:2]):
-        raise table._fail("all", f"expected [column, op, value], got {raw!r}")
-    column, op, value = raw
-    if column not in ALLOWED_COLUMNS:
-        raise table._fail("all", f"unknown column {column!r}; allowed: {sorted(ALLOWED_COLUMNS)}")
-    if op not in OPERATORS:
-        raise table._fail("all", f"unknown op {op!r}; expected one of {list(OPERATORS)}")
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise table._fail("all", f"expected a number as value in {raw!r}")
-    return Condition(column, op, float(value))
 
 
 # --- expressions -------------------------------------------------------------------------------

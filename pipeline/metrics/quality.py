@@ -1,10 +1,11 @@
 """Quality family of the category-aware composite: length, fluency, coherence, conciseness,
 readability, their weighted composite and banded feedback.
 
-Every weight, range, threshold and phrase list comes from :class:`QualityRules`, loaded from
-``pipeline/data/quality.toml`` (or a user file of the same layout). Each function takes the raw
-response text (``String``) and its part of the rules as a keyword argument; a null response
-gives null in every column.
+Every weight, range, threshold and phrase list comes from
+:class:`~pipeline.rules.quality.QualityRules`, which :mod:`pipeline.rules` loads from
+``pipeline/data/quality.toml`` (or a user file of the same layout) when the config is read.
+Each function takes the raw response text (``String``) and its part of the rules as a keyword
+argument; a null response gives null in every column.
 
 Shared units:
 
@@ -49,253 +50,26 @@ Metrics (empty = no sentence, i.e. ``""`` or whitespace only):
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 import polars as pl
 
 from pipeline.metrics.common import flag, safe_div
 from pipeline.metrics.keywords import keyword_words
-from pipeline.metrics.rules import read_rules
+from pipeline.rules.quality import (
+    CoherenceRules,
+    CompositeRules,
+    ConcisenessRules,
+    FluencyRules,
+    LengthRules,
+    QualityRules,
+    ReadabilityRules,
+)
 from pipeline.text.sentences import split_sentences
-
-QUALITY_FILE = "quality.toml"
 
 _EDGE_PUNCTUATION = r"^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$"
 _CAPITALIZED = r"^[^\p{L}\p{N}]*[\p{Lu}\p{Lt}\p{N}]"
-
-_T = TypeVar("_T")
-
-
-# --- rules -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LengthRules:
-    """``[length]``: inclusive word bounds and the feedback texts."""
-
-    min_words: int
-    max_words: int
-    too_short: str
-    too_long: str
-    appropriate: str
-
-
-@dataclass(frozen=True)
-class FluencyRules:
-    """``[fluency]``: per-sentence values and the implausibly-short-word rule."""
-
-    well_formed: float
-    not_capitalized: float
-    short_word: float
-    short_word_max_letters: int
-    short_word_allowed: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CoherenceRules:
-    """``[coherence]``: connective families (name -> phrases) and hits expected per gap."""
-
-    connectives_per_gap: float
-    connectives: Mapping[str, tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class ConcisenessRules:
-    """``[conciseness]``: weights and the repetition penalty."""
-
-    type_token_weight: float
-    repetition_weight: float
-    min_word_length_exclusive: int
-    max_repeats: int
-    penalty_per_repeat: float
-
-
-@dataclass(frozen=True)
-class ReadabilityRules:
-    """``[readability]``: coefficients of the grade and its scale."""
-
-    words_per_sentence: float
-    word_length: float
-    intercept: float
-    scale: float
-
-
-@dataclass(frozen=True)
-class CompositeRules:
-    """``[composite]``: weights of the four scores and the factor for a bad length."""
-
-    fluency: float
-    coherence: float
-    conciseness: float
-    readability: float
-    length_penalty: float
-
-
-class _Table:
-    """One TOML table with typed getters whose errors name the file and the key."""
-
-    def __init__(self, data: Mapping[str, Any], source: str, name: str) -> None:
-        self.data, self.source, self.name = data, source, name
-        self.used: set[str] = set()
-
-    def _fail(self, key: str, message: str) -> ValueError:
-        return ValueError(f"{self.source}: [{self.name}] {key}: {message}")
-
-    def raw(self, key: str) -> Any:
-        if key not in self.data:
-            raise self._fail(key, "missing")
-        self.used.add(key)
-        return self.data[key]
-
-    def typed(self, key: str, kind: type[_T], what: str) -> _T:
-        value = self.raw(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise self._fail(key, f"expected {what}, got {value!r}")
-        return value
-
-    def number(self, key: str, *, low: float = -math.inf, high: float = math.inf) -> float:
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-            raise self._fail(key, f"expected a number, got {value!r}")
-        if not low <= value <= high:
-            raise self._fail(key, f"expected a number in [{low}, {high}], got {value!r}")
-        return float(value)
-
-    def integer(self, key: str, *, low: int = 0) -> int:
-        value = self.typed(key, int, "an integer")
-        if value < low:
-            raise self._fail(key, f"expected an integer >= {low}, got {value!r}")
-        return value
-
-    def strings(self, key: str, value: Any = None) -> tuple[str, ...]:
-        value = self.raw(key) if value is None else value
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self._fail(key, f"expected a list of non-empty strings, got {value!r}")
-        if not value:
-            raise self._fail(key, "expected at least one string")
-        return tuple(value)
-
-    def table(self, key: str) -> _Table:
-        return _Table(self.typed(key, dict, "a table"), self.source, f"{self.name}.{key}")
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise self._fail(unknown[0], "unknown key")
-
-
-@dataclass(frozen=True)
-class QualityRules:
-    """All rules of the quality family, as read from one TOML file (see ``quality.toml``)."""
-
-    length: LengthRules
-    fluency: FluencyRules
-    coherence: CoherenceRules
-    conciseness: ConcisenessRules
-    readability: ReadabilityRules
-    composite: CompositeRules
-    feedback_bands: tuple[tuple[float, str], ...]
-    source: str
-
-    @classmethod
-    def load(cls, path: Path | None = None) -> QualityRules:
-        """Rules from ``path``, or the packaged ``pipeline/data/quality.toml`` by default.
-
-        Raises ``ValueError`` naming the file and the key on malformed input.
-
-        >>> QualityRules.load().length.max_words
-        300
-        """
-        return _load(None if path is None else Path(path))
-
-
-@cache
-def _load(path: Path | None) -> QualityRules:
-    data, source = read_rules(path, QUALITY_FILE)
-    root = _Table(data, source, "")
-    length, fluency, coherence, conciseness, readability, composite, feedback = (
-        root.table(name)
-        for name in (
-            "length",
-            "fluency",
-            "coherence",
-            "conciseness",
-            "readability",
-            "composite",
-            "feedback",
-        )
-    )
-    rules = QualityRules(
-        length=LengthRules(
-            min_words=length.integer("min_words"),
-            max_words=length.integer("max_words"),
-            too_short=length.typed("too_short", str, "a string"),
-            too_long=length.typed("too_long", str, "a string"),
-            appropriate=length.typed("appropriate", str, "a string"),
-        ),
-        fluency=FluencyRules(
-            well_formed=fluency.number("well_formed", low=0, high=1),
-            not_capitalized=fluency.number("not_capitalized", low=0, high=1),
-            short_word=fluency.number("short_word", low=0, high=1),
-            short_word_max_letters=fluency.integer("short_word_max_letters", low=1),
-            short_word_allowed=tuple(w.lower() for w in fluency.strings("short_word_allowed")),
-        ),
-        coherence=_coherence(coherence),
-        conciseness=ConcisenessRules(
-            type_token_weight=conciseness.number("type_token_weight", low=0),
-            repetition_weight=conciseness.number("repetition_weight", low=0),
-            min_word_length_exclusive=conciseness.integer("min_word_length_exclusive"),
-            max_repeats=conciseness.integer("max_repeats"),
-            penalty_per_repeat=conciseness.number("penalty_per_repeat", low=0),
-        ),
-        readability=ReadabilityRules(
-            words_per_sentence=readability.number("words_per_sentence"),
-            word_length=readability.number("word_length"),
-            intercept=readability.number("intercept"),
-            scale=readability.number("scale", low=math.ulp(0.0)),
-        ),
-        composite=CompositeRules(
-            fluency=composite.number("fluency", low=0),
-            coherence=composite.number("coherence", low=0),
-            conciseness=composite.number("conciseness", low=0),
-            readability=composite.number("readability", low=0),
-            length_penalty=composite.number("length_penalty", low=0),
-        ),
-        feedback_bands=_bands(feedback),
-        source=source,
-    )
-    if rules.length.min_words > rules.length.max_words:
-        raise length._fail("min_words", "must not exceed max_words")
-    for table in (length, fluency, conciseness, readability, composite, feedback, root):
-        table.done()
-    return rules
-
-
-def _coherence(table: _Table) -> CoherenceRules:
-    per_gap = table.number("connectives_per_gap", low=math.ulp(0.0))
-    families = table.table("connectives")
-    connectives = {name: families.strings(name) for name in list(families.data)}
-    if not connectives:
-        raise table._fail("connectives", "needs at least one family")
-    table.done()
-    return CoherenceRules(connectives_per_gap=per_gap, connectives=connectives)
-
-
-def _bands(table: _Table) -> tuple[tuple[float, str], ...]:
-    raw = table.typed("bands", list, "a list of [threshold, text]")
-    bands = []
-    for band in raw:
-        ok = isinstance(band, list) and len(band) == 2 and isinstance(band[1], str)
-        if not ok or isinstance(band[0], bool) or not isinstance(band[0], int | float):
-            raise table._fail("bands", f"expected [threshold, text], got {band!r}")
-        bands.append((float(band[0]), band[1]))
-    if not bands:
-        raise table._fail("bands", "needs at least one band")
-    return tuple(bands)
 
 
 # --- shared units ------------------------------------------------------------------------------

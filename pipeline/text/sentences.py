@@ -5,7 +5,7 @@ in order:
 
 1. **Boundary.** A sentence ends after a run of terminal punctuation ``[.!?]+``, optionally
    followed by closing quotes or a parenthesis (``" ' ” ’ )``) and by citation markers
-   (:data:`pipeline.metrics.citation.CITATION_MARKER`, e.g. ``[1]``, ``[2][3]``, ``[1, 2]``,
+   (:data:`pipeline.text.markers.CITATION_MARKER`, e.g. ``[1]``, ``[2][3]``, ``[1, 2]``,
    with or without spaces before them), *when* what comes next is whitespace followed by an
    uppercase letter (``\\p{Lu}``), a digit (``\\p{Nd}``) or an opening quote or parenthesis
    (``" ' “ ‘ (``). Markers after the punctuation therefore stay with the preceding sentence:
@@ -41,7 +41,7 @@ import re
 
 import polars as pl
 
-from pipeline.metrics.citation import CITATION_MARKER
+from pipeline.text.markers import CITATION_MARKER
 
 #: Abbreviations whose final period never ends a sentence (case-sensitive, whole words; a
 #: capitalized variant of each lowercase entry is added: ``e.g.`` -> ``E.g.``).

@@ -1,0 +1,205 @@
+"""Rules of the overall layer (``pipeline/data/overall.toml`` or a user file of that layout):
+accuracy weights and bands, category weights, pass thresholds, failure-mode and suggestion
+rules, and the feedback template. The expressions are in :mod:`pipeline.metrics.overall`, whose
+docstring states what each rule means."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pipeline.rules.files import OVERALL_FILE, parse_toml, read_bytes
+from pipeline.rules.table import Table, bands
+
+CATEGORIES = ("Factual", "Explanatory", "Instructional", "Creative", "Sensitive")
+AREAS = ("accuracy", "relevance", "safety", "quality")
+ACCURACY_INPUTS = (
+    "semantic_similarity",
+    "rouge_1",
+    "content_coverage",
+    "numeric_accuracy",
+    "rouge_2",
+    "answer_em",
+    "bleu",
+)
+INPUT_COLUMNS = (
+    *ACCURACY_INPUTS,
+    "composite_relevance",
+    "safety_score",
+    "composite_quality",
+    "is_refusal",
+    "bias_categories",
+    "perspective_balance",
+    "coherence_score",
+    "conciseness_score",
+    "fluency_score",
+    "scoring_category",
+)
+#: Columns a rule condition may name: the numeric inputs and two derived values.
+ALLOWED_COLUMNS = frozenset(
+    [c for c in INPUT_COLUMNS if c not in ("bias_categories", "scoring_category")]
+    + ["composite_accuracy", "bias_category_count"]
+)
+#: Comparison operators of a rule condition.
+OPERATORS: tuple[str, ...] = ("<", "<=", ">", ">=", "==")
+#: Fields of the ``[overall_feedback]`` template.
+FEEDBACK_FIELDS = ("{score}", "{category}", "{passed}", "{failed}", "{failure_mode}")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``column op value``; false where the column is null."""
+
+    column: str
+    op: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A name (failure mode) or text (suggestion) and the conditions that must all hold."""
+
+    label: str
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class FeedbackFormat:
+    """``[overall_feedback]``: the line template, score decimals and the text for 'nothing'."""
+
+    template: str
+    decimals: int
+    none_text: str
+
+
+@dataclass(frozen=True)
+class OverallRules:
+    """All rules of the overall layer, as read from one TOML file (see ``overall.toml``)."""
+
+    accuracy_weights: Mapping[str, float]
+    accuracy_bands: tuple[tuple[float, str], ...]
+    caution: str
+    caution_categories: tuple[str, ...]
+    category_weights: Mapping[str, Mapping[str, float]]
+    passing: Mapping[str, float]
+    failure_modes: tuple[Rule, ...]
+    pass_label: str
+    suggestions: tuple[Rule, ...]
+    bias_separator: str
+    fallback: str
+    feedback: FeedbackFormat
+    source: str
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> OverallRules:
+        """Rules from ``path``, or the packaged ``pipeline/data/overall.toml`` by default.
+
+        Raises :class:`~pipeline.rules.files.RuleFileError` (a ``ValueError``) naming the file
+        and the key on malformed input.
+
+        >>> OverallRules.load().category_weights["Creative"]["quality"]
+        0.3
+        """
+        return from_bytes(*read_bytes(None if path is None else Path(path), OVERALL_FILE))
+
+
+@cache
+def from_bytes(data: bytes, source: str) -> OverallRules:
+    """The rules in ``data`` (the bytes of the file named ``source``), parsed once per content."""
+    return parse(parse_toml(data, source), source)
+
+
+def parse(data: Mapping[str, Any], source: str) -> OverallRules:
+    """Typed, validated rules from a parsed overall TOML document."""
+    root = Table(data, source, "")
+    accuracy = root.table("accuracy_weights")
+    weights = _weights(accuracy, ACCURACY_INPUTS)
+    band_table = root.table("accuracy_feedback")
+    categories = root.table("category_weights")
+    category_weights = {c: _weights(categories.table(c), AREAS) for c in CATEGORIES}
+    categories.done()
+    passing = root.table("passing")
+    thresholds = {area: passing.number(area) for area in AREAS}
+    failure = root.table("failure")
+    fmt = root.table("suggestion_format")
+    feedback = root.table("overall_feedback")
+    template = feedback.typed("template", str, "a string")
+    rules = OverallRules(
+        accuracy_weights=MappingProxyType(weights),
+        accuracy_bands=bands(band_table),
+        caution=band_table.typed("caution", str, "a string"),
+        caution_categories=_categories(band_table, "caution_categories"),
+        category_weights=MappingProxyType(
+            {c: MappingProxyType(w) for c, w in category_weights.items()}
+        ),
+        passing=MappingProxyType(thresholds),
+        failure_modes=_rules(failure, "modes", "name"),
+        pass_label=failure.typed("pass_label", str, "a string"),
+        suggestions=_rules(root, "suggestions", "text"),
+        bias_separator=fmt.typed("bias_separator", str, "a string"),
+        fallback=fmt.typed("fallback", str, "a string"),
+        feedback=FeedbackFormat(
+            template=template,
+            decimals=feedback.integer("decimals"),
+            none_text=feedback.typed("none_text", str, "a string"),
+        ),
+        source=source,
+    )
+    if not any(field in template for field in FEEDBACK_FIELDS):
+        raise feedback.fail("template", f"expected at least one of {', '.join(FEEDBACK_FIELDS)}")
+    for table in (accuracy, band_table, passing, failure, fmt, feedback, root):
+        table.done()
+    return rules
+
+
+def _weights(table: Table, names: tuple[str, ...]) -> dict[str, float]:
+    """Non-negative weights for exactly ``names``, summing to 1 within 1e-9."""
+    weights = {name: table.number(name, low=0.0) for name in names}
+    table.done()
+    total = math.fsum(weights.values())
+    if abs(total - 1.0) > 1e-9:
+        raise table.fail(names[0], f"weights must sum to 1 (within 1e-9), got {total!r}")
+    return weights
+
+
+def _categories(table: Table, key: str) -> tuple[str, ...]:
+    names = table.strings(key)
+    for name in names:
+        if name not in CATEGORIES:
+            raise table.fail(key, f"unknown category {name!r}; expected one of {CATEGORIES}")
+    return names
+
+
+def _rules(table: Table, key: str, label: str) -> tuple[Rule, ...]:
+    raw = table.typed(key, list, "an array of tables")
+    rules = []
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise table.fail(key, f"expected an array of tables, got {entry!r}")
+        item = Table(entry, table.source, f"{table.name}.{key}[{index}]".lstrip("."))
+        text = item.typed(label, str, "a string")
+        conditions = item.typed("all", list, "a list of [column, op, value]")
+        if not conditions:
+            raise item.fail("all", "needs at least one condition")
+        rules.append(Rule(text, tuple(_condition(item, c) for c in conditions)))
+        item.done()
+    return tuple(rules)
+
+
+def _condition(table: Table, raw: Any) -> Condition:
+    ok = isinstance(raw, list) and len(raw) == 3
+    if not ok or not all(isinstance(x, str) for x in raw[:2]):
+        raise table.fail("all", f"expected [column, op, value], got {raw!r}")
+    column, op, value = raw
+    if column not in ALLOWED_COLUMNS:
+        raise table.fail("all", f"unknown column {column!r}; allowed: {sorted(ALLOWED_COLUMNS)}")
+    if op not in OPERATORS:
+        raise table.fail("all", f"unknown op {op!r}; expected one of {list(OPERATORS)}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise table.fail("all", f"expected a number as value in {raw!r}")
+    return Condition(column, op, float(value))
