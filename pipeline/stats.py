@@ -80,6 +80,7 @@ import polars as pl
 
 from pipeline.io.atomic import write_parquet_atomic
 from pipeline.metrics.registry import REGISTRY
+from pipeline.metrics.spec import MEAN_KINDS
 from pipeline.schema import InputError
 
 __all__ = [
@@ -205,10 +206,11 @@ class StatsSummary:
 
 
 def metric_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
-    """Registered numeric metrics present in ``scores_schema``, in registry order.
+    """Registered metrics whose mean is a result (kind ``score`` or ``flag``), in registry order.
 
-    Sufficient-statistic counts (Int64 with no better direction, e.g. ``rouge_1_overlap``) are
-    left out: their means are not scores. ``total_tokens`` and ``latency_ms`` stay.
+    Only those present in ``scores_schema`` with a numeric column. Sufficient statistics (kind
+    ``count``, e.g. ``rouge_1_overlap``) are left out: their means are not scores; labels and
+    lists have no mean.
 
     >>> metric_columns({"id": pl.String(), "answer_em": pl.Int8(), "citation_n_pred": pl.Int64()})
     ['answer_em']
@@ -216,25 +218,19 @@ def metric_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
     columns = []
     for name, spec in REGISTRY.items():
         dtype = scores_schema.get(name)
-        if dtype is None or not dtype.is_numeric() or not spec.dtype.is_numeric():
-            continue
-        if spec.dtype == pl.Int64 and spec.higher_is_better is None:
+        if dtype is None or not dtype.is_numeric() or spec.kind not in MEAN_KINDS:
             continue
         columns.append(name)
     return columns
 
 
 def binary_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
-    """Metrics of :func:`metric_columns` that are 0/1 flags (Int8 with range [0, 1]).
+    """Metrics of :func:`metric_columns` that are 0/1 flags (kind ``flag``).
 
     >>> binary_columns({"answer_em": pl.Int8(), "answer_f1": pl.Float64()})
     ['answer_em']
     """
-    return [
-        name
-        for name in metric_columns(scores_schema)
-        if (spec := REGISTRY[name]).dtype == pl.Int8 and (spec.lower, spec.upper) == (0, 1)
-    ]
+    return [name for name in metric_columns(scores_schema) if REGISTRY[name].kind == "flag"]
 
 
 # --------------------------------------------------------------------------- closed forms
@@ -546,7 +542,7 @@ def bucket_of(ids: pl.Series, buckets: int = BUCKETS) -> pl.Series:
     across versions of polars, DuckDB and Python. A null id goes to bucket 0.
 
     >>> bucket_of(pl.Series(["q1", None]), 4096).to_list()
-    [2526, 0]
+    [4083, 0]
     """
     _check_buckets(buckets)
     frame = pl.DataFrame({"id": ids.cast(pl.String)})

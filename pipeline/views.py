@@ -16,6 +16,14 @@ every other view whose name it mentions outside comments, string literals, outpu
 (``as name``) and qualified column names (``t.name``); ties are broken by name, so the order is
 deterministic.
 
+The metric columns are not listed by hand: a line ``-- registry: BLOCK`` or
+``-- registry: BLOCK(alias)`` is followed, when the file is loaded, by lines generated from the
+metric registry (:func:`expand_registry_blocks`): ``contract`` (one typed null per registered
+metric, the ``scores`` contract), ``slice_aggregates(alias)`` and ``slice_columns(alias)`` (the
+aggregate of every registered metric the file does not read by hand, as its kind says, and the
+column that selects it). A new metric thus reaches ``scores`` and the slice views with no SQL
+edited.
+
 The database is written atomically (into a temporary sibling, then renamed) with DuckDB's
 storage compatibility set to :data:`STORAGE_COMPATIBILITY`, so older clients such as the 1.x
 ``duckdb`` CLI can open it as well.
@@ -33,6 +41,8 @@ import duckdb
 import polars as pl
 
 from pipeline.io.atomic import atomic_path
+from pipeline.metrics import registry
+from pipeline.metrics.spec import MetricSpec
 from pipeline.schema import InputError
 
 log = logging.getLogger(__name__)
@@ -80,6 +90,22 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COLUMN_NAMES = re.compile(
     r"\bas\s+[A-Za-z_][A-Za-z0-9_]*|\.\s*[A-Za-z_][A-Za-z0-9_]*", re.IGNORECASE
 )
+
+
+#: A line after which :func:`expand_registry_blocks` writes lines generated from the registry.
+_REGISTRY_BLOCK = re.compile(
+    r"^(?P<indent>[ \t]*)--[ \t]*registry:[ \t]*(?P<block>[a-z_]+)"
+    r"(?:\((?P<alias>[a-z_]+)\))?(?:[ \t].*)?$",
+    re.MULTILINE,
+)
+_ALIASES = re.compile(r"\bas\s+([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+_QUALIFIED = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+#: DuckDB types of the polars dtypes metrics have (a list is its element type with ``[]``).
+_DUCKDB_TYPES: dict[type[pl.DataType], str] = {
+    pl.Boolean: "boolean", pl.Int8: "tinyint", pl.Int16: "smallint", pl.Int32: "integer",
+    pl.Int64: "bigint", pl.UInt8: "utinyint", pl.UInt16: "usmallint", pl.UInt32: "uinteger",
+    pl.UInt64: "ubigint", pl.Float32: "float", pl.Float64: "double", pl.String: "varchar",
+}
 
 
 class ViewBuildError(InputError):
@@ -165,8 +191,93 @@ def load_views(queries_dir: Path) -> tuple[ViewDef, ...]:
         code = _COLUMN_NAMES.sub(" ", _SQL_NOISE.sub(" ", sql))
         mentioned = {word.lower() for word in _IDENTIFIER.findall(code)}
         depends_on = tuple(sorted((mentioned & names) - {path.stem}))
+        sql = expand_registry_blocks(path, sql)
         views.append(ViewDef(path.stem, path, sql, grain, grain_columns, depends_on))
     return _dependency_order(views)
+
+
+def duckdb_type(dtype: pl.DataType) -> str:
+    """The DuckDB type of a metric's polars dtype.
+
+    >>> duckdb_type(pl.Int8()), duckdb_type(pl.List(pl.String()))
+    ('tinyint', 'varchar[]')
+    """
+    if isinstance(dtype, pl.List):
+        inner = dtype.inner
+        return duckdb_type(inner() if isinstance(inner, type) else inner) + "[]"
+    try:
+        return _DUCKDB_TYPES[dtype.base_type()]
+    except KeyError:
+        raise ValueError(f"no DuckDB type for the metric dtype {dtype}") from None
+
+
+def contract_metrics() -> tuple[MetricSpec, ...]:
+    """Every registered metric, in registry order: the metric columns of ``scores``."""
+    return tuple(registry.REGISTRY.values())
+
+
+def slice_metrics(sql: str) -> tuple[MetricSpec, ...]:
+    """Registered metrics the slice view ``sql`` aggregates from the registry, in registry order.
+
+    Those whose kind aggregates (a score or flag by its mean, a count by its sum) and that the
+    file does not read by hand, as a qualified column (``sr.answer_em``).
+    """
+    by_hand = set(_QUALIFIED.findall(_SQL_NOISE.sub(" ", sql)))
+    return tuple(
+        spec for spec in registry.REGISTRY.values()
+        if spec.aggregate is not None and spec.name not in by_hand
+    )
+
+
+def _registry_lines(path: Path, sql: str, block: str, alias: str | None) -> list[str]:
+    """The lines of one ``-- registry:`` block (each ends with a comma)."""
+    if block == "contract":
+        specs = contract_metrics()
+    elif block in ("slice_aggregates", "slice_columns"):
+        specs = slice_metrics(sql)
+        if alias is None:
+            raise ViewBuildError(path, f"'-- registry: {block}(ALIAS)' needs the table alias")
+    else:
+        raise ViewBuildError(
+            path, f"unknown registry block {block!r} (contract, slice_aggregates, slice_columns)"
+        )
+    written = {name.lower() for name in _ALIASES.findall(_SQL_NOISE.sub(" ", sql))}
+    for spec in specs:
+        if not _VIEW_NAME.fullmatch(spec.name):
+            raise ViewBuildError(path, f"metric {spec.name!r} is not a plain SQL column name")
+        if spec.name in written:
+            raise ViewBuildError(
+                path, f"metric {spec.name!r} clashes with a column the file writes by hand"
+            )
+    if block == "contract":
+        try:
+            return [f"cast(null as {duckdb_type(s.dtype)}) as {s.name}," for s in specs]
+        except ValueError as exc:
+            raise ViewBuildError(path, str(exc)) from exc
+    if block == "slice_columns":
+        return [f"{alias}.{s.name}," for s in specs]
+    return [
+        f"avg({alias}.{s.name}) as {s.name}," if s.aggregate == "mean"
+        else f"cast(sum({alias}.{s.name}) as bigint) as {s.name},"
+        for s in specs
+    ]
+
+
+def expand_registry_blocks(path: Path, sql: str) -> str:
+    """``sql`` with the lines generated from the registry after each ``-- registry:`` line.
+
+    Generated lines take the marker's indentation and end with a comma, so the marker stands
+    before a column written by hand. A file without markers is returned unchanged.
+
+    >>> sql = "select\\n    -- registry: slice_columns(t)\\n    t.signature\\nfrom t"
+    >>> print(expand_registry_blocks(Path("v.sql"), sql).splitlines()[2])
+        t.answer_em,
+    """
+    def expand(match: re.Match[str]) -> str:
+        lines = _registry_lines(path, sql, match["block"], match["alias"])
+        return "\n".join([match[0], *(match["indent"] + line for line in lines)])
+
+    return _REGISTRY_BLOCK.sub(expand, sql)
 
 
 def _dependency_order(views: Sequence[ViewDef]) -> tuple[ViewDef, ...]:

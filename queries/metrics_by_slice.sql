@@ -9,6 +9,11 @@
 -- sufficient statistics with the per-row convention for a zero denominator: nothing predicted
 -- scores precision 1.0 when nothing is gold either, else 0.0 (recall alike), and F1 is 0.0 when
 -- precision and recall are both 0.
+--
+-- The aggregates above `-- registry:` are written by hand (macro and micro, rates, medians).
+-- After them pipeline/views.py adds one column for every other registered metric, named after
+-- it and aggregated as its kind says: the mean of a score or flag, the sum of a count; labels
+-- and lists are left out. A metric this file already reads (`sr.NAME`) is left to it.
 with scored_rows as (
     select * from scores
 ),
@@ -64,6 +69,7 @@ aggregated as (
         avg(sr.faithfulness) as faithfulness,
         cast(sum(sr.n_sentences) as bigint) as n_sentences,
         cast(sum(sr.n_supported) as bigint) as n_supported,
+        -- registry: slice_aggregates(sr)
         string_agg(distinct sr.signature, '; ' order by sr.signature) as signature
     from scored_rows as sr
     group by grouping sets (
@@ -167,6 +173,7 @@ final as (
         mi.tfidf_relevance,
         mi.semantic_similarity,
         mi.semantic_relevance,
+        -- registry: slice_columns(mi)
         mi.signature
     from micro as mi
 )

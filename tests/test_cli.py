@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipeline import evaluate as evaluate_module
+from pipeline import scoring as scoring_module
 from pipeline.cli import EXIT_INTERNAL, main
 from pipeline.metrics.registry import FAMILIES, REGISTRY
 
@@ -153,16 +153,16 @@ def test_crash_mid_write_keeps_previous_result(tmp_path: Path, monkeypatch, caps
     out = tmp_path / "out"
     assert main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress"]) == 0
     before = (out / "scores.parquet").read_bytes()
-    real = evaluate_module.score_frame
+    real = scoring_module.score_frame
     calls = {"n": 0}
 
     def failing(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] > 2:  # schema probe, first batch, then crash
+        if calls["n"] > 2:  # two batches, then a crash
             raise RuntimeError("simulated crash")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate_module, "score_frame", failing)
+    monkeypatch.setattr(scoring_module, "score_frame", failing)
     code = main(["evaluate", "--input", str(source), "--out", str(out), "--no-progress",
                  "--batch-rows", "1"])
     assert code == EXIT_INTERNAL

@@ -26,7 +26,7 @@ from pipeline.metrics import (
     text_specs,
     usage,
 )
-from pipeline.metrics.spec import Inputs, MetricSpec, candidate
+from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, candidate
 from pipeline.text.normalize import lower_collapse
 from pipeline.text.tokenize import squad_tokens
 
@@ -271,7 +271,35 @@ _CORE_SPECS: tuple[MetricSpec, ...] = (
 _SPECS: tuple[MetricSpec, ...] = (
     *_CORE_SPECS, *text_specs.SPECS, *composite_specs.SPECS, *rgb_specs.SPECS
 )
-REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
+#: The intermediate groups :func:`intermediates` computes (with those of ``text_specs``).
+INTERMEDIATE_GROUPS: frozenset[str] = frozenset(
+    {"_tokens", "_overlap", "_lowered", "_predicted_citations"}
+) | text_specs.INTERMEDIATE_GROUPS
+#: Resources the driver prepares once per run.
+RESOURCES: frozenset[str] = frozenset({NEEDS_IDF, NEEDS_EMBEDDER})
+
+
+def check_needs(specs: Iterable[MetricSpec]) -> dict[str, MetricSpec]:
+    """The specs by name, after checking every ``needs`` entry names a metric of ``specs``, an
+    intermediate group or a resource: a typo fails when the registry is built, not silently.
+
+    >>> check_needs([MetricSpec("x", "f", lambda _: pl.lit(1.0), pl.Float64(), "", needs=("y",))])
+    Traceback (most recent call last):
+    ...
+    ValueError: metric 'x' needs 'y', which is no metric, intermediate group or resource
+    """
+    by_name = {spec.name: spec for spec in specs}
+    for spec in by_name.values():
+        for need in spec.needs:
+            if need not in by_name and need not in INTERMEDIATE_GROUPS | RESOURCES:
+                raise ValueError(
+                    f"metric {spec.name!r} needs {need!r}, which is no metric, intermediate "
+                    "group or resource"
+                )
+    return by_name
+
+
+REGISTRY: dict[str, MetricSpec] = check_needs(_SPECS)
 FAMILIES: dict[str, tuple[str, ...]] = {}
 for _spec in _SPECS:
     FAMILIES[_spec.family] = (*FAMILIES.get(_spec.family, ()), _spec.name)
@@ -331,8 +359,8 @@ def metric_expressions(specs: Iterable[MetricSpec], inputs: Inputs) -> list[pl.E
 def markdown_table() -> str:
     """The metric catalogue as a Markdown table (embedded in ``docs/metrics.md``)."""
     lines = [
-        "| metric | family | dtype | range | better | description |",
-        "|---|---|---|---|---|---|",
+        "| metric | family | kind | dtype | range | better | description |",
+        "|---|---|---|---|---|---|---|",
     ]
     for spec in _SPECS:
         if spec.upper is not None:
@@ -342,7 +370,8 @@ def markdown_table() -> str:
         better = {True: "higher", False: "lower", None: "-"}[spec.higher_is_better]
         nullable = " Nullable." if spec.nullable else ""
         lines.append(
-            f"| `{spec.name}` | {spec.family} | {spec.dtype} | {value_range} | {better} | "
+            f"| `{spec.name}` | {spec.family} | {spec.kind} | {spec.dtype} | {value_range} | "
+            f"{better} | "
             f"{spec.description}{nullable} |"
         )
     return "\n".join(lines)

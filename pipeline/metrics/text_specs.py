@@ -26,6 +26,12 @@ _KEYWORDS = ("_response_keywords", "_reference_keywords", "_question_keywords")
 _GROUNDING = "_grounding"
 
 
+#: The intermediate groups :func:`intermediates` knows (names a spec may list in ``needs``).
+INTERMEDIATE_GROUPS: frozenset[str] = frozenset(
+    {"_rouge_tokens", "_bleu_tokens", "_keywords", "_grounding"}
+)
+
+
 def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[str, pl.Expr]:
     """Token lists and frame-level results shared by several metrics of these families."""
     columns: dict[str, pl.Expr] = {}
