@@ -21,9 +21,9 @@ from types import MappingProxyType
 import polars as pl
 
 from pipeline.io.atomic import write_parquet_atomic
+from pipeline.io.layout import SCORES_FILE
 from pipeline.schema import InputError
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, comparison_table
-from pipeline.views import SCORES_FILE
 
 log = logging.getLogger(__name__)
 

@@ -79,6 +79,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.io.atomic import write_parquet_atomic
+from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, SCORES_FILE
 from pipeline.metrics.registry import REGISTRY
 from pipeline.metrics.spec import MEAN_KINDS
 from pipeline.schema import InputError
@@ -114,10 +115,6 @@ ALPHA = 0.05
 #: The normal quantile of a two-sided 95% interval.
 Z_95 = 1.959963984540054
 
-#: Input (the name :mod:`pipeline.evaluate` writes; imported there, so not imported here).
-SCORES_FILE = "scores.parquet"
-INTERVALS_FILE = "intervals.parquet"
-COMPARISONS_FILE = "comparisons.parquet"
 
 BOOTSTRAP_METHOD = "percentile bootstrap over questions"
 TEST_MCNEMAR = "mcnemar exact"

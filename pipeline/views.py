@@ -41,6 +41,14 @@ import duckdb
 import polars as pl
 
 from pipeline.io.atomic import atomic_path
+from pipeline.io.layout import (
+    DATABASE_FILE,
+    MANIFEST_FILE,
+    REJECTED_FILE,
+    RUN_PARTITION,
+    SCORES_FILE,
+)
+from pipeline.io.sql import sql_literal
 from pipeline.metrics import registry
 from pipeline.metrics.spec import MetricSpec
 from pipeline.schema import InputError
@@ -48,10 +56,7 @@ from pipeline.schema import InputError
 log = logging.getLogger(__name__)
 
 #: The database file inside an output directory.
-DB_FILE = "eval.duckdb"
-#: Files the staging views read (the names :mod:`pipeline.evaluate` writes).
-SCORES_FILE = "scores.parquet"
-REJECTED_FILE = "rejected.parquet"
+DB_FILE = DATABASE_FILE
 #: Macro returning the absolute output directory; the staging SQL builds file paths from it.
 DATA_DIR_MACRO = "eval_data_dir"
 #: Files ``rag-eval stats`` writes, read through table macros (macro name -> file name). While a
@@ -72,8 +77,8 @@ _MANIFEST_COLUMNS = (
     "counts: 'struct(read bigint, scored bigint, reused bigint, rejected bigint)'}"
 )
 #: Hive partition of a store's runs and the manifest file of each (see :mod:`pipeline.store`).
-_RUN = "eval_run"
-_MANIFEST = "manifest.json"
+_RUN = RUN_PARTITION
+_MANIFEST = MANIFEST_FILE
 #: Oldest DuckDB release whose storage format the database is written in (``duckdb>=1.1``).
 STORAGE_COMPATIBILITY = "v1.1.0"
 
@@ -426,7 +431,7 @@ def _require_outputs(out_dir: Path) -> None:
 
 def _literal(text: str) -> str:
     """``text`` as a SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
+    return sql_literal(text)
 
 
 def _built_for(db: Path) -> str | None:

@@ -39,6 +39,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.io.sql import sql_string
+
 WORD_PATTERN = r"[\p{L}\p{M}\p{N}]+"
 _TEXT_HASH_SEED = 0x5EED
 
@@ -170,8 +172,8 @@ class SpilledDocumentFrequencies:
                 pl.DataFrame(schema={"word": pl.String, "df": pl.Int64}), 0
             )
         self._writer.close()
-        source = str(self.path).replace("'", "''")
-        temp = str(self.path.parent / "duckdb.tmp").replace("'", "''")
+        source = sql_string(str(self.path))
+        temp = sql_string(str(self.path.parent / "duckdb.tmp"))
         with duckdb.connect(config={"memory_limit": self.memory_limit, "threads": 2}) as db:
             db.execute(f"set temp_directory = '{temp}'")
             db.execute(

@@ -20,9 +20,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.io.layout import TEXTS_FILE
+from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, TEXTS_FILE
 from pipeline.schema import InputError
-from pipeline.stats import COMPARISONS_FILE, INTERVALS_FILE
 from pipeline.views import connect
 
 #: Rows per model in the worst-items table.
