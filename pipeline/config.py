@@ -94,13 +94,18 @@ RGB_MODES: tuple[str, ...] = ("flexible", "strict", "official")
 DEFAULT_RGB_MODE = "flexible"
 
 
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/rag-eval/embeddings`` (``~/.cache/rag-eval/embeddings`` by default).
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/rag-eval`` (``~/.cache/rag-eval`` by default).
 
     Read here, at the configuration edge; metrics never look at the environment.
     """
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rag-eval" / "embeddings"
+    return Path(base) / "rag-eval"
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/rag-eval/embeddings`` (``~/.cache/rag-eval/embeddings`` by default)."""
+    return cache_root() / "embeddings"
 
 
 class ConfigError(ValueError):

@@ -10,8 +10,10 @@ differ at the margins:
 * ``str.lower()`` follows the interpreter's Unicode database; polars follows a newer one, so a few
   recently encoded capitals are lowercased by polars but left alone by CPython.
 
-Each class is derived once per process from the running interpreter, so parity holds whatever its
-Unicode version.
+Each class is derived from the running interpreter (and polars), so parity holds whatever their
+Unicode versions. Deriving them scans all 1.1M code points (0.3 s), so the results are kept in
+``$XDG_CACHE_HOME/rag-eval/text/`` under a name that holds the Python, Unicode database and polars
+versions; a missing or unreadable cache file is derived again.
 
 On pure ASCII text all three behaviours are fixed and small: ``str.lower`` maps ``A-Z`` only (as
 polars does), word characters are ``[0-9A-Za-z_]`` (Rust's ``(?-u:\\b)`` uses the same set) and
@@ -21,12 +23,22 @@ paths in ``normalize`` and ``tokenize``.
 
 from __future__ import annotations
 
+import json
 import re
 import string
+import sys
+import unicodedata
+from collections.abc import Callable
 from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
+
+from pipeline.config import cache_root
+from pipeline.io.atomic import atomic_path
+
+T = TypeVar("T")
 
 #: Class body of ``str.isspace()`` on ASCII: tab, LF, VT, FF, CR, U+001C..U+001F (which Rust's
 #: ``\s`` lacks) and the space.
@@ -68,16 +80,38 @@ def _class_body(pattern: str) -> str:
     return "".join(_escape(a) if a == b else f"{_escape(a)}-{_escape(b)}" for a, b in ranges)
 
 
+def _stored(name: str, derive: Callable[[], T]) -> T:
+    """``derive()``, kept in a cache file keyed by the versions that decide it."""
+    versions = (
+        f"py{sys.version_info.major}.{sys.version_info.minor}-ucd{unicodedata.unidata_version}"
+        f"-polars{pl.__version__}"
+    )
+    path = cache_root() / "text" / f"{name}-{versions}.json"
+    try:
+        stored: Any = json.loads(path.read_text(encoding="utf-8"))
+        return stored["value"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    value = derive()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps({"value": value}), encoding="utf-8")
+    except OSError:  # a read-only home: derive again next time
+        pass
+    return value
+
+
 @cache
 def word_class() -> str:
     """Class body of the characters CPython's ``re`` treats as word characters (``\\w``)."""
-    return _class_body(r"\w+")
+    return _stored("word-class", lambda: _class_body(r"\w+"))
 
 
 @cache
 def space_class() -> str:
     """Class body of the characters ``str.split()`` splits on (``str.isspace()``)."""
-    return _class_body(r"\s+")
+    return _stored("space-class", lambda: _class_body(r"\s+"))
 
 
 def ascii_punctuation_class() -> str:
@@ -92,6 +126,10 @@ def lowercase_mismatches() -> tuple[str, ...]:
     On CPython 3.11 with polars 2.x these are the capitals added in Unicode 15-16 (which CPython
     does not know and leaves unchanged).
     """
+    return tuple(_stored("lowercase-mismatches", lambda: list(_lowercase_mismatches())))
+
+
+def _lowercase_mismatches() -> tuple[str, ...]:
     _, text = _code_points()
     chars = pl.Series(values=[text.replace(_SEPARATOR, "")]).str.split("")
     ours = chars.explode()
