@@ -75,7 +75,10 @@ RSS_TARGET_ROWS = 1_000_000
 STATS_SHARE_TARGET = 0.15
 FAMILY_RATE_TARGET = 50_000
 EXAMPLES = 5
-PHASES = ("read+validate", "corpus", "scoring", "writing", "statistics", "views", "report")
+PHASES = ("engine", "read+validate", "corpus", "scoring", "writing", "statistics", "views",
+          "report")
+#: Phases that run inside ``engine`` (they overlap on threads: busy seconds, not wall).
+ENGINE_PARTS = ("read+validate", "corpus", "scoring", "writing")
 
 
 # --- work items ----------------------------------------------------------------------------------
@@ -492,8 +495,11 @@ def phase_line(r: dict[str, Any]) -> str:
     if not found:
         return f"  {r['work']}-{r['shape']}: no phase lines in the log"
     order = [p for p in PHASES if p in found] + sorted(set(found) - set(PHASES))
-    parts = ", ".join(f"{p} {found[p]:.2f}" for p in order)
-    total = sum(found.values())
+    parts = ", ".join(
+        f"{p} {found[p]:.2f}" + (" busy" if p in ENGINE_PARTS and "engine" in found else "")
+        for p in order
+    )
+    total = sum(v for p, v in found.items() if not ("engine" in found and p in ENGINE_PARTS))
     wall = r["rag_eval"]["seconds"]
     share = r["statistics_share"]
     verdict = "" if share is None else (

@@ -93,6 +93,7 @@ def evaluate(
         atomic_path(out_dir / REJECTED_FILE) as rejected_tmp,
         atomic_path(out_dir / TEXTS_FILE) as texts_tmp,
         pq.ParquetWriter(scores_tmp, schema, compression="zstd") as writer,
+        phase("engine"),
     ):
         result, _ = stream_scores(
             inputs, pairs, config, specs,
@@ -171,10 +172,11 @@ def evaluate_to_store(
     with store.transaction(run_id or new_run_id(), manifest, force=force,
                            lock_wait=lock_wait) as run:
         previous = run.previous
-        result = writer.write_run(
-            inputs, config, specs, run.staged.dir, previous_dir=run.previous_dir,
-            previous_corpus=previous.get("corpus_digest") if previous else None,
-        )
+        with phase("engine"):
+            result = writer.write_run(
+                inputs, config, specs, run.staged.dir, previous_dir=run.previous_dir,
+                previous_corpus=previous.get("corpus_digest") if previous else None,
+            )
         if stats:
             scores = pl.scan_parquet(
                 run.staged.dir / SCORES_DIR, hive_partitioning=True,
