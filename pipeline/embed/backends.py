@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -175,18 +176,10 @@ class MiniLMOnnxBackend:
         self.vocab_size = tokenizer.get_vocab_size()
 
         self.device = select_device(device, ort.get_available_providers())
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = intra_op_threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        providers: list[Any] = ["CPUExecutionProvider"]
-        if self.device == "cuda":
-            # The int8 graph's quantized MatMuls that CUDA lacks fall back to the CPU provider.
-            providers.insert(0, ("CUDAExecutionProvider", {"cudnn_conv_algo_search": "DEFAULT"}))
-        self._session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=providers
-        )
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._model_path = model_path
+        self._intra_op_threads = intra_op_threads
+        self._session_handle: Any = None
+        self._session_lock = threading.Lock()
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.dim = MINILM_DIM
@@ -196,6 +189,31 @@ class MiniLMOnnxBackend:
             f"sentence-transformers/all-MiniLM-L6-v2|onnx-int8:{MINILM_ONNX_SHA256[:12]}"
             f"|tokenizer:{MINILM_TOKENIZER_SHA256[:12]}|max_seq:{MINILM_MAX_SEQ_LENGTH}|mean|l2"
         )
+
+    def _session(self) -> Any:
+        """The onnxruntime session, created on the first encode (0.2 s): a run whose texts are
+        all in the cache never loads the model."""
+        with self._session_lock:
+            return self._load_session()
+
+    def _load_session(self) -> Any:
+        if self._session_handle is None:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._intra_op_threads or os.cpu_count() or 1
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            providers: list[Any] = ["CPUExecutionProvider"]
+            if self.device == "cuda":
+                # The int8 graph's quantized MatMuls that CUDA lacks fall back to the CPU.
+                providers.insert(
+                    0, ("CUDAExecutionProvider", {"cudnn_conv_algo_search": "DEFAULT"})
+                )
+            self._session_handle = ort.InferenceSession(
+                str(self._model_path), sess_options=options, providers=providers
+            )
+        return self._session_handle
 
     def encode(self, texts: list[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -218,8 +236,10 @@ class MiniLMOnnxBackend:
     def hidden_mean(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Mean of the last hidden states over ``mask`` for padded token ids (not normalized)."""
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        feeds = {k: v for k, v in feeds.items() if k in self._inputs}
-        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        session = self._session()
+        inputs = {i.name for i in session.get_inputs()}
+        feeds = {k: v for k, v in feeds.items() if k in inputs}
+        hidden = session.run(["last_hidden_state"], feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
 
