@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,11 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+BENCH = Path(__file__).resolve().parent
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+from common import LAUNCHER  # noqa: E402 - the shared measuring launcher
 
 DEFAULT_SIZES = (1_000_000, 5_000_000, 10_000_000)
 CHUNK_ROWS = 250_000
@@ -264,15 +268,17 @@ def evaluate_command(data: Path, out: Path, *, options: str, metrics: Sequence[s
 
 
 def run_measured(cmd: Sequence[str], log: Path) -> dict[str, float]:
-    """Run ``cmd`` as a child; its wall seconds, peak RSS (``ru_maxrss``) and exit status."""
-    with log.open("wb") as out:
-        start = time.perf_counter()
-        child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return {"seconds": seconds, "peak_rss_gib": usage.ru_maxrss / 1024**2,
-            "returncode": child.returncode}
+    """Run ``cmd`` as a child; its wall seconds, peak RSS (``ru_maxrss``) and exit status.
+
+    A small ``python -S`` launcher starts and reaps the child: ``ru_maxrss`` of a child forked
+    from this process would count this process's memory (the generated data) as its own.
+    """
+    result = log.with_suffix(".measure.json")
+    subprocess.run([sys.executable, "-S", "-c", LAUNCHER, str(result), str(log), *cmd],
+                   cwd=ROOT, check=True)
+    measured = json.loads(result.read_text())
+    return {"seconds": measured["seconds"], "peak_rss_gib": measured["peak_rss_mib"] / 1024,
+            "returncode": measured["returncode"]}
 
 
 def parquet_rows(path: Path) -> int:

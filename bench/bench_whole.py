@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "bench") not in sys.path:
     sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_scale import (  # noqa: E402  (a sibling script, not a package)
+from bench_scale import (  # noqa: E402
     ABSTENTIONS,
     ARROW_SCHEMA,
     CATEGORIES,
@@ -66,6 +66,7 @@ from bench_scale import (  # noqa: E402  (a sibling script, not a package)
     _words,
     vocabulary,
 )
+from common import LAUNCHER  # noqa: E402  (a sibling script, not a package)
 
 DEFAULT_SHORT_ROWS = 1_000_000
 DEFAULT_LONG_ROWS = 200_000
@@ -241,26 +242,10 @@ def generate(path: Path, n_rows: int, shape: Shape, seed: int = 0) -> Path:
 
 # --- measurement ---------------------------------------------------------------------------------
 
-#: Launcher run with ``python -S -c``: starts the command, waits with ``os.wait4`` and writes wall
-#: seconds, peak RSS and exit status as JSON. Its own small footprint is the floor of the peak.
-_LAUNCHER = """
-import json, os, subprocess, sys, time
-result, log, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(log, "wb") as out:
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-with open(result, "w") as f:
-    json.dump({"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
-               "returncode": os.waitstatus_to_exitcode(status)}, f)
-"""
-
-
 def run_measured(cmd: Sequence[str], log: Path) -> dict[str, Any]:
     """Run ``cmd`` (output to ``log``); wall seconds, peak RSS MiB, exit status, phase seconds."""
     result = log.with_suffix(".measure.json")
-    subprocess.run([sys.executable, "-S", "-c", _LAUNCHER, str(result), str(log), *cmd],
+    subprocess.run([sys.executable, "-S", "-c", LAUNCHER, str(result), str(log), *cmd],
                    cwd=ROOT, check=True)
     measured: dict[str, Any] = json.loads(result.read_text())
     measured["phases"] = phases(log)

@@ -64,3 +64,19 @@ def check_agree(label: str, ours: float, reference: float, rel: float = 1e-9) ->
     """Stop the benchmark when two checksums differ: a fast wrong answer is worthless."""
     if abs(ours - reference) > rel * max(1.0, abs(reference)):
         raise SystemExit(f"{label}: implementations disagree: {ours!r} vs {reference!r}")
+
+
+#: Launcher run with ``python -S -c``: starts the command, waits with ``os.wait4`` and writes wall
+#: seconds, peak RSS and exit status as JSON. Its own small footprint is the floor of the peak.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+result, log, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(log, "wb") as out:
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+with open(result, "w") as f:
+    json.dump({"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
+               "returncode": os.waitstatus_to_exitcode(status)}, f)
+"""

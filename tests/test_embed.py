@@ -21,6 +21,7 @@ from pipeline.embed import (
     MiniLMOnnxBackend,
     backend_from_spec,
 )
+from pipeline.embed import cache as cache_module
 from pipeline.embed.backends import MINILM_TOKENIZER_HINT, verify_file
 from pipeline.embed.cache import text_keys
 
@@ -341,3 +342,19 @@ def test_in_memory_cache_serves_repeats():
     embedder.embed(pl.Series(["z", "x y"]))
     assert sorted(backend.encoded) == ["x y", "z"]
     assert embedder.last.hits == 2
+
+
+def test_compaction_on_disk_copies_vectors_block_by_block(tmp_path, monkeypatch):
+    """Merging on disk streams the vectors in blocks: same rows, first copy of a key wins."""
+    monkeypatch.setattr(cache_module, "MERGE_BLOCK_ROWS", 2)
+    backend = Counting()
+    cache = EmbeddingCache(tmp_path, max_shards=10)
+    keys = text_keys(pl.Series([f"t{i}" for i in range(7)]))
+    vectors = np.arange(7 * 16, dtype=np.float32).reshape(7, 16)
+    cache.store(backend, keys[:5], vectors[:5])
+    cache.store(backend, keys[4:], vectors[4:] + 1000)  # "t4" again, another vector
+    cache.compact(backend)
+    assert cache.size(backend) == 7 and len(cache._table(backend).shards) == 1
+    positions, found = EmbeddingCache(tmp_path).lookup(backend, keys)
+    expected = np.vstack([vectors[:5], vectors[5:] + 1000])  # the larger shard's t4 wins
+    np.testing.assert_array_equal(found[np.argsort(positions)], expected)

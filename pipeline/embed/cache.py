@@ -19,9 +19,11 @@ ordinary text and is embedded by the backend.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import mmap
 import os
 import re
 import sys
@@ -136,6 +138,69 @@ class _Shard:
         return keys_path
 
 
+#: Vectors copied per block when shards are merged on disk.
+MERGE_BLOCK_ROWS = 65_536
+
+
+def _distinct_order(keys: np.ndarray) -> np.ndarray:
+    """Row order that sorts ``keys`` by prefix (stably) and keeps the first of equal keys."""
+    prefixes = _prefixes(keys)
+    order = np.argsort(prefixes, kind="stable")
+    sorted_keys, prefixes = keys[order], prefixes[order]
+    keep = np.ones(len(order), dtype=bool)
+    same = prefixes[1:] == prefixes[:-1]
+    keep[1:][same] = np.any(sorted_keys[1:][same] != sorted_keys[:-1][same], axis=1)
+    return order[keep]
+
+
+def _gather(
+    shards: list[_Shard], source: np.ndarray, rows: np.ndarray, start: int, stop: int
+) -> np.ndarray:
+    """Vectors ``start:stop`` of the merged order: row ``rows[i]`` of shard ``source[i]``."""
+    block_source, block_rows = source[start:stop], rows[start:stop]
+    block = np.empty((stop - start, shards[0].vectors.shape[1]), dtype=shards[0].vectors.dtype)
+    for index, shard in enumerate(shards):  # a loop over shards, not rows
+        mine = block_source == index
+        if mine.any():
+            block[mine] = shard.vectors[np.sort(block_rows[mine])][
+                np.argsort(np.argsort(block_rows[mine], kind="stable"), kind="stable")
+            ]
+            _release(shard.vectors)
+    return block
+
+
+def _write_merged(
+    directory: Path, shards: list[_Shard], keys: np.ndarray, source: np.ndarray,
+    rows: np.ndarray,
+) -> Path:
+    """Write the merged shard (vectors streamed in blocks, then keys); its keys file."""
+    stem = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    keys_path = directory / f"{stem}{KEYS_SUFFIX}"
+    dim, dtype = shards[0].vectors.shape[1], shards[0].vectors.dtype
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+              "shape": (len(keys), dim)}
+    # A plain file written block by block (a writable memory map would keep every written page
+    # resident until it is unmapped).
+    with atomic_path(_vectors_path(keys_path)) as tmp, open(tmp, "wb") as fh:
+        np.lib.format.write_array_header_2_0(fh, header)
+        for start in range(0, len(keys), MERGE_BLOCK_ROWS):
+            stop = min(start + MERGE_BLOCK_ROWS, len(keys))
+            fh.write(np.ascontiguousarray(_gather(shards, source, rows, start, stop)).tobytes())
+    with atomic_path(keys_path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, np.ascontiguousarray(keys))
+    return keys_path
+
+
+def _release(vectors: np.ndarray) -> None:
+    """Drop the pages a lookup read from a memory-mapped shard out of this process's resident
+    set (they stay in the OS page cache): a large cache read by a long run would otherwise
+    count in the run's memory as if it were held."""
+    handle = getattr(vectors, "_mmap", None)
+    if handle is not None and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            handle.madvise(mmap.MADV_DONTNEED)
+
+
 def _vectors_path(keys_path: Path) -> Path:
     return keys_path.with_name(keys_path.name[: -len(KEYS_SUFFIX)] + VECTORS_SUFFIX)
 
@@ -205,6 +270,7 @@ class EmbeddingCache:
                 order = np.argsort(rows)  # ascending rows read a memory map front to back
                 positions.append(open_[found[order]])
                 vectors.append(np.asarray(shard.vectors[rows[order]], dtype=np.float32))
+                _release(shard.vectors)
                 open_ = np.delete(open_, found)
         if not positions:
             return np.empty(0, dtype=np.int64), np.empty((0, backend.dim), dtype=np.float32)
@@ -235,7 +301,9 @@ class EmbeddingCache:
 
         Shards are taken smallest first while together they hold at most
         :data:`MERGE_ROWS` vectors (at least two), so a compaction never rewrites the bulk of
-        a large cache nor holds more than that in memory; keys already in a shard that is kept
+        a large cache; on disk the vectors are copied in blocks of :data:`MERGE_BLOCK_ROWS`, so
+        memory holds the merged keys and one block, not the vectors; keys already in a shard
+        that is kept
         (written by a concurrent run) are dropped. The merged inputs are deleted after the
         merged shard is in place (a concurrent reader that mapped them keeps reading them; a
         cache is disposable).
@@ -249,13 +317,20 @@ class EmbeddingCache:
         merge, keep = ordered[:n_merge][::-1], ordered[n_merge:]
         # Largest first, as lookups search them: a duplicated key keeps the vector it had.
         keys = np.concatenate([np.asarray(s.keys) for s in merge])
-        vectors = np.concatenate([np.asarray(s.vectors) for s in merge])
+        source = np.concatenate([np.full(len(s), i, dtype=np.int32) for i, s in enumerate(merge)])
+        rows = np.concatenate([np.arange(len(s), dtype=np.int64) for s in merge])
         for shard in keep:
             duplicates, _ = shard.find(keys, _prefixes(keys))
-            keys, vectors = np.delete(keys, duplicates, axis=0), np.delete(vectors, duplicates, 0)
-        merged = _Shard.build(keys, vectors)
-        if table.directory is not None:
-            merged = _Shard.open(merged.write(table.directory))
+            keys = np.delete(keys, duplicates, axis=0)
+            source, rows = np.delete(source, duplicates), np.delete(rows, duplicates)
+        order = _distinct_order(keys)
+        keys, source, rows = keys[order], source[order], rows[order]
+        if table.directory is None:
+            merged = _Shard.build(keys, _gather(merge, source, rows, 0, len(keys)))
+        else:
+            # Vectors are copied block by block into the new file: memory holds the keys and
+            # one block, never the merged vectors.
+            merged = _Shard.open(_write_merged(table.directory, merge, keys, source, rows))
             for shard in merge:
                 assert shard.path is not None
                 for path in (shard.path, _vectors_path(shard.path)):
