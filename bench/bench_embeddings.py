@@ -76,7 +76,7 @@ def throughput(rows: int) -> None:
 
 def grounding_pairs(frame: pl.DataFrame) -> tuple[list[str], list[str]]:
     """(claim, cited passage) of every eligible sentence, as grounding_counts pairs them."""
-    from pipeline.metrics.citation import parse_citation_markers, strip_citation_markers
+    from pipeline.metrics.qa.citation import parse_citation_markers, strip_citation_markers
     from pipeline.text.sentences import split_sentences
 
     sentences = frame.select(

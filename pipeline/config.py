@@ -34,7 +34,7 @@ from pipeline.rules.rgb import (
 from pipeline.schema import RECORD_SCHEMA
 
 #: Phrases whose presence marks a response as an abstention (matched case-insensitively after
-#: folding curly quotes and collapsing whitespace; see ``pipeline.metrics.abstention``).
+#: folding curly quotes and collapsing whitespace; see ``pipeline.metrics.qa.abstention``).
 DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
     "i don't know",
     "i do not know",

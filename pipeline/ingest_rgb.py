@@ -31,7 +31,7 @@ import polars as pl
 from pipeline.config import ConfigError
 from pipeline.io.atomic import write_parquet_atomic
 from pipeline.io.readers import check_file
-from pipeline.metrics.rgb import HAN_PATTERN, answer_groups_from_json
+from pipeline.metrics.robustness.rgb import HAN_PATTERN, answer_groups_from_json
 from pipeline.schema import (
     RECORD_SCHEMA,
     RGB_TASKS,

@@ -39,6 +39,7 @@ import pyarrow as pa
 from pipeline.config import Config
 from pipeline.embed import make_embedder
 from pipeline.embed.cache import CachedEmbedder
+from pipeline.metrics.lexical.tfidf import DocumentFrequencies, IdfTable, SpilledDocumentFrequencies
 from pipeline.metrics.registry import (
     REGISTRY,
     MetricSpec,
@@ -49,7 +50,6 @@ from pipeline.metrics.registry import (
 )
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
-from pipeline.metrics.tfidf import DocumentFrequencies, IdfTable, SpilledDocumentFrequencies
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class CorpusStatsBuilder:
     """First pass: :meth:`add` every batch of records, then take the :meth:`result`.
 
     With ``spill_path`` the distinct texts go to that work file and DuckDB counts them at the
-    end (:class:`~pipeline.metrics.tfidf.SpilledDocumentFrequencies`, bounded memory);
+    end (:class:`~pipeline.metrics.lexical.tfidf.SpilledDocumentFrequencies`, bounded memory);
     without, their hashes are kept in memory (8 bytes per distinct text).
     """
 

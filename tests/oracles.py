@@ -1,7 +1,7 @@
 """Small pure-Python oracles written from the metric definitions, one row at a time.
 
 The SQuAD functions follow the official SQuAD v2 evaluation script (evaluate-v2.0.py) line for
-line; the citation oracle follows the convention documented in ``pipeline.metrics.citation``.
+line; the citation oracle follows the convention documented in ``pipeline.metrics.qa.citation``.
 They are deliberately slow and obvious: tests compare the vectorized expressions with them.
 """
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from oracles import normalize_answer, squad_scores, strict_exact
 
 from pipeline.config import Config
-from pipeline.metrics.answer import multiset_overlap
+from pipeline.metrics.qa.answer import multiset_overlap
 from pipeline.scoring import score_frame
 from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
 from pipeline.text.normalize import ascii_lower_remove_punctuation, python_lower, squad_normalize

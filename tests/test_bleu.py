@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from pipeline.metrics.bleu import (
+from pipeline.metrics.lexical.bleu import (
     bleu,
     bleu_statistics,
     sentence_bleu,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from oracles import citation_prf, parse_markers
 
 from pipeline.config import Config
-from pipeline.metrics.citation import parse_citation_markers
+from pipeline.metrics.qa.citation import parse_citation_markers
 from pipeline.scoring import score_frame
 
 

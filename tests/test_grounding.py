@@ -17,8 +17,12 @@ import polars as pl
 import pytest
 
 from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend
-from pipeline.metrics.grounding import faithfulness, grounding_counts, overlap
-from pipeline.metrics.semantic import cosine_similarity, semantic_relevance, semantic_similarity
+from pipeline.metrics.embedding.grounding import faithfulness, grounding_counts, overlap
+from pipeline.metrics.embedding.semantic import (
+    cosine_similarity,
+    semantic_relevance,
+    semantic_similarity,
+)
 
 _GOLDEN_FILE = Path(__file__).parent / "golden" / "grounding_cases.jsonl"
 GOLDEN = [json.loads(line) for line in _GOLDEN_FILE.read_text().splitlines() if line.strip()]

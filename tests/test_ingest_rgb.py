@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.config import Config, ConfigError
 from pipeline.ingest_rgb import IngestSummary, ingest_rgb, rejected_path_for
-from pipeline.metrics.rgb import answer_groups_from_json
+from pipeline.metrics.robustness.rgb import answer_groups_from_json
 from pipeline.schema import RECORD_SCHEMA, REJECTED_SCHEMA, InputError
 from pipeline.validate import load_inputs
 

@@ -12,8 +12,8 @@ import simplemma
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics import keywords as kw
-from pipeline.metrics.keywords import (
+from pipeline.metrics.lexical import keywords as kw
+from pipeline.metrics.lexical.keywords import (
     content_coverage,
     keyword_overlap,
     keywords,

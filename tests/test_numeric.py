@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.numeric import numbers, numeric_accuracy
+from pipeline.metrics.lexical.numeric import numbers, numeric_accuracy
 
 GOLDEN = Path(__file__).parent / "golden" / "numeric_rules.jsonl"
 

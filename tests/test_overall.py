@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.overall import (
+from pipeline.metrics.composite.overall import (
     ACCURACY_INPUTS,
     CATEGORIES,
     INPUT_COLUMNS,

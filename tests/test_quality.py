@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.quality import QualityRules, band_feedback, quality_scores
+from pipeline.metrics.composite.quality import QualityRules, band_feedback, quality_scores
 from pipeline.text.sentences import split_sentences
 
 GOLDEN = Path(__file__).parent / "golden" / "quality_cases.jsonl"

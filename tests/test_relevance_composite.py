@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.relevance_composite import (
+from pipeline.metrics.composite.relevance_composite import (
     RelevanceRules,
     canonical_category,
     category_is_known,

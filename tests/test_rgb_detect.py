@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.rgb_detect import (
+from pipeline.metrics.robustness.rgb_detect import (
     CHINESE_REJECTION,
     DEFAULT_PRIMARY_REJECTIONS,
     DEFAULT_SECONDARY_REJECTIONS,

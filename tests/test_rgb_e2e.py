@@ -11,7 +11,7 @@ import pytest
 from test_rgb_matching import RGB_DIR, load, needs_rgb, oracle_correct
 
 from pipeline.cli import main
-from pipeline.metrics.rgb import answer_groups_from_json
+from pipeline.metrics.robustness.rgb import answer_groups_from_json
 from pipeline.views import run_query
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.metrics.rgb import (
+from pipeline.metrics.robustness.rgb import (
     answer_groups_from_json,
     flexible_correct,
     official_correct,

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from pipeline.metrics.rgb import answer_groups_from_json
+from pipeline.metrics.robustness.rgb import answer_groups_from_json
 from pipeline.schema import RGB_TASKS
 
 ROOT = Path(__file__).resolve().parents[1]

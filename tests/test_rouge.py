@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from nltk.stem import porter
 from rouge_score import rouge_scorer, tokenize
 
-from pipeline.metrics import rouge
-from pipeline.metrics.rouge import (
+from pipeline.metrics.lexical import rouge
+from pipeline.metrics.lexical.rouge import (
     lcs_length,
     ngram_overlap,
     rouge_fmeasure,

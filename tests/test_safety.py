@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pipeline.data
-from pipeline.metrics.safety import DETECT_UNBALANCED, SafetyRules, safety_scores
+from pipeline.metrics.composite.safety import DETECT_UNBALANCED, SafetyRules, safety_scores
 
 GOLDEN = Path(__file__).parent / "golden" / "safety_cases.jsonl"
 PACKAGED = Path(pipeline.data.__file__).parent / "safety.toml"

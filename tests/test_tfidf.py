@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.metrics.tfidf import (
+from pipeline.metrics.lexical.tfidf import (
     DocumentFrequencies,
     IdfTable,
     SpilledDocumentFrequencies,

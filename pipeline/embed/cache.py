@@ -13,8 +13,8 @@ The Parquet shards of the first layout (``shard-*.parquet``, directories without
 no longer read: the cache is disposable, and a run re-encodes what it needs.
 
 Null texts: :meth:`CachedEmbedder.embed` returns a row of NaN for a null input (never a made-up
-vector); callers mask null inputs themselves (see ``pipeline.metrics.semantic``). ``""`` is an
-ordinary text and is embedded by the backend.
+vector); callers mask null inputs themselves (see ``pipeline.metrics.embedding.semantic``).
+``""`` is an ordinary text and is embedded by the backend.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ Python code as the single-machine engine, called on Arrow data by Spark:
 4. Corpus statistics (a first aggregation): the largest ``references`` list, and TF-IDF
    document frequencies over the distinct non-null questions and compared responses of the
    valid records: Spark ``distinct`` over the texts each batch yields, then the words of each
-   text (:func:`pipeline.metrics.tfidf.tfidf_tokens`, once per text) counted by ``groupBy``.
-   :meth:`pipeline.metrics.tfidf.IdfTable.from_frequencies` turns them into the very table the
-   single-machine :class:`~pipeline.metrics.tfidf.DocumentFrequencies` builds.
+   text (:func:`pipeline.metrics.lexical.tfidf.tfidf_tokens`, once per text) counted by
+   ``groupBy``. :meth:`pipeline.metrics.lexical.tfidf.IdfTable.from_frequencies` turns them into
+   the very table the local :class:`~pipeline.metrics.lexical.tfidf.DocumentFrequencies` builds.
 5. Score: ``mapInArrow`` with the run's :class:`pipeline.scoring.BatchScorer`, shipped once to
    each executor as a broadcast variable (the IDF table can be large; a broadcast is fetched
    once per executor and unpickled once per Python worker, where a closure would travel with
@@ -58,9 +58,9 @@ from pipeline.config import Config
 from pipeline.engines import EngineRun
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.readers import check_file, missing_column_error, source_names
+from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_tokens
 from pipeline.metrics.registry import compared_response
 from pipeline.metrics.spec import NEEDS_IDF, MetricSpec
-from pipeline.metrics.tfidf import IdfTable, tfidf_tokens
 from pipeline.schema import (
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
@@ -268,8 +268,8 @@ class _DocumentWords:
     """``mapInArrow`` function: distinct texts -> per-batch document counts of each word, plus
     one row with a null word counting the batch's texts (summed, that is ``n_documents``).
 
-    Words are :func:`pipeline.metrics.tfidf.tfidf_tokens`, each counted once per text, as in
-    :meth:`pipeline.metrics.tfidf.DocumentFrequencies.add`.
+    Words are :func:`pipeline.metrics.lexical.tfidf.tfidf_tokens`, each counted once per text, as in
+    :meth:`pipeline.metrics.lexical.tfidf.DocumentFrequencies.add`.
     """
 
     target: pa.Schema

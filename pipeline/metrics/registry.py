@@ -17,15 +17,10 @@ from collections.abc import Callable, Iterable
 import polars as pl
 
 from pipeline.config import Config
-from pipeline.metrics import (
-    abstention,
-    answer,
-    citation,
-    composite_specs,
-    rgb_specs,
-    text_specs,
-    usage,
-)
+from pipeline.metrics import text_specs
+from pipeline.metrics.composite import composite_specs
+from pipeline.metrics.qa import abstention, answer, citation, usage
+from pipeline.metrics.robustness import rgb_specs
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, candidate
 from pipeline.text.normalize import lower_collapse
 from pipeline.text.tokenize import squad_tokens

@@ -24,7 +24,7 @@ from pipeline.config import Config
 
 if TYPE_CHECKING:
     from pipeline.embed.cache import CachedEmbedder
-    from pipeline.metrics.tfidf import IdfTable
+    from pipeline.metrics.lexical.tfidf import IdfTable
 
 #: ``needs`` markers for resources the driver prepares once per run (not columns).
 NEEDS_IDF = "_idf"

@@ -12,7 +12,9 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline.metrics import abstention, bleu, grounding, keywords, numeric, rouge, semantic, tfidf
+from pipeline.metrics.embedding import grounding, semantic
+from pipeline.metrics.lexical import bleu, keywords, numeric, rouge, tfidf
+from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
 from pipeline.text.rouge_tokenize import rouge_tokens
 from pipeline.text.tokenize_13a import tokens_13a

@@ -1,7 +1,7 @@
 """Rules of the overall layer (``pipeline/data/overall.toml`` or a user file of that layout):
 accuracy weights and bands, category weights, pass thresholds, failure-mode and suggestion
-rules, and the feedback template. The expressions are in :mod:`pipeline.metrics.overall`, whose
-docstring states what each rule means."""
+rules, and the feedback template. The expressions are in
+:mod:`pipeline.metrics.composite.overall`, whose docstring states what each rule means."""
 
 from __future__ import annotations
 

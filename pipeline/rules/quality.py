@@ -1,6 +1,7 @@
 """Rules of the quality family (``pipeline/data/quality.toml`` or a user file of that layout):
 word bounds, per-sentence fluency values, connectives, conciseness, readability coefficients,
-composite weights and feedback bands. The expressions are in :mod:`pipeline.metrics.quality`."""
+composite weights and feedback bands. The expressions are in
+:mod:`pipeline.metrics.composite.quality`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Rules of the composite relevance family (``pipeline/data/relevance.toml`` or a user file of
 that layout): categories and aliases, word ranges, intents, refusal patterns, step words,
 creativity indicators, adjustments, composite weights and feedback bands. The expressions are
-in :mod:`pipeline.metrics.relevance_composite`, whose docstring states what each rule means."""
+in :mod:`pipeline.metrics.composite.relevance_composite`, whose docstring states what each
+rule means."""
 
 from __future__ import annotations
 

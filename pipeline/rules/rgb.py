@@ -1,5 +1,5 @@
-"""Default phrase lists of the lenient RGB checks (:mod:`pipeline.metrics.rgb_detect`), which
-``[rgb]`` in the config can replace."""
+"""Default phrase lists of the lenient RGB checks
+(:mod:`pipeline.metrics.robustness.rgb_detect`), which ``[rgb]`` in the config can replace."""
 
 from __future__ import annotations
 

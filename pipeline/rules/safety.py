@@ -1,7 +1,7 @@
 """Rules of the safety family (``pipeline/data/safety.toml`` or a user file of that layout):
 bias categories with their severities and regexes (``{term}`` placeholders expanded), the
 perspective phrases, the safety weight and the feedback levels. The expressions are in
-:mod:`pipeline.metrics.safety`, whose docstring states what each rule means."""
+:mod:`pipeline.metrics.composite.safety`, whose docstring states what each rule means."""
 
 from __future__ import annotations
 

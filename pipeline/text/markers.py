@@ -1,6 +1,6 @@
 """Citation markers in response text: ``[3]``, ``[1, 2]``, ``[1; 4]``.
 
-One pattern shared by citation parsing and stripping (:mod:`pipeline.metrics.citation`), the
+One pattern shared by citation parsing and stripping (:mod:`pipeline.metrics.qa.citation`), the
 sentence splitter (:mod:`pipeline.text.sentences`) and the abstention checks.
 """
 

@@ -1,10 +1,10 @@
 """Lenient rejection and error-detection checks for the RGB benchmark.
 
-The official RGB script (see :mod:`pipeline.metrics.rgb`) recognizes only two case-sensitive
-phrases per check. These checks accept the wider wording models actually use. Every text is
-folded with :func:`~pipeline.metrics.abstention.fold` (lowercase, curly quotes straightened,
-whitespace runs collapsed) and so is every configured phrase; phrases that fold to the empty
-string are ignored. A null response gives null.
+The official RGB script (see :mod:`pipeline.metrics.robustness.rgb`) recognizes only two
+case-sensitive phrases per check. These checks accept the wider wording models actually use.
+Every text is folded with :func:`~pipeline.metrics.qa.abstention.fold` (lowercase, curly quotes
+straightened, whitespace runs collapsed) and so is every configured phrase; phrases that fold to
+the empty string are ignored. A null response gives null.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.abstention import fold, fold_phrases
 from pipeline.metrics.common import flag
+from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.rules.rgb import (
     DEFAULT_ERROR_KEYWORDS,
     DEFAULT_PRIMARY_REJECTIONS,

@@ -6,7 +6,7 @@ Every weight, threshold, band, phrase and rule order comes from
 ``pipeline/data/overall.toml`` (or a user file of the same layout) when the config is read. The
 inputs are
 existing columns (:data:`INPUT_COLUMNS`), passed as expressions; ``scoring_category`` is the
-canonical category (see :func:`~pipeline.metrics.relevance_composite.canonical_category`).
+canonical category (see :func:`~pipeline.metrics.composite.relevance_composite.canonical_category`).
 
 Outputs of :func:`overall_scores` (with ``acc``, ``rel``, ``saf``, ``qual`` the composite
 accuracy, ``composite_relevance``, ``safety_score`` and ``composite_quality``):
@@ -14,8 +14,9 @@ accuracy, ``composite_relevance``, ``safety_score`` and ``composite_quality``):
 * ``composite_accuracy`` (Float64) = Σ ``accuracy_weights[c]`` · ``c`` over semantic_similarity,
   rouge_1, content_coverage, numeric_accuracy, rouge_2, answer_em (Int8 read as 0/1) and bleu.
   Any null input gives null.
-* ``accuracy_feedback`` (String): :func:`~pipeline.metrics.quality.band_feedback` of ``acc``,
-  with ``caution`` appended for the ``caution_categories`` (Creative). Null ``acc``: null.
+* ``accuracy_feedback`` (String): :func:`~pipeline.metrics.composite.quality.band_feedback`
+  of ``acc``, with ``caution`` appended for the ``caution_categories`` (Creative). Null
+  ``acc``: null.
 * ``overall_score`` (Float64) = ``w_a·acc + w_r·rel + w_s·saf + w_q·qual`` with the weights of
   the row's category. A category outside the five, or any null input, gives null.
 * ``passed_accuracy`` / ``_relevance`` / ``_safety`` / ``_quality`` (Int8): ``score >=
@@ -49,7 +50,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.metrics.common import flag
-from pipeline.metrics.quality import band_feedback
+from pipeline.metrics.composite.quality import band_feedback
 from pipeline.rules.overall import ACCURACY_INPUTS as ACCURACY_INPUTS
 from pipeline.rules.overall import (
     ALLOWED_COLUMNS,

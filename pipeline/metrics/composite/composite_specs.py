@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline.metrics import overall, quality, relevance_composite, safety
+from pipeline.metrics.composite import overall, quality, relevance_composite, safety
 from pipeline.metrics.spec import Inputs, MetricSpec
 
 _RESPONSE = "_response"

@@ -4,11 +4,11 @@ Sentences come from :func:`pipeline.text.sentences.split_sentences` on the raw r
 kept). A sentence is **supported** when all of these hold:
 
 1. it cites exactly one passage: the distinct numbers in its ``[n]`` markers
-   (:func:`pipeline.metrics.citation.parse_citation_markers`) are one number ``n`` with
+   (:func:`pipeline.metrics.qa.citation.parse_citation_markers`) are one number ``n`` with
    ``1 <= n <= len(contexts)``; ``[1][2]``, ``[1, 2]``, no marker, or a number outside the
    contexts make it unsupported (``[1][1]`` cites one passage);
 2. it is not an abstention: it does not contain an abstention phrase, both folded as in
-   :func:`pipeline.metrics.abstention.fold`;
+   :func:`pipeline.metrics.qa.abstention.fold`;
 3. ``cosine(embed(claim), embed(contexts[n - 1])) >= tau_sim``, where the claim is the
    sentence with its markers removed and surrounding whitespace stripped
    (``"Paris is big [1]."`` -> ``"Paris is big ."``).
@@ -27,9 +27,9 @@ import numpy as np
 import polars as pl
 
 from pipeline.config import DEFAULT_ABSTENTION_PHRASES, DEFAULT_TAU_SIM
-from pipeline.metrics.abstention import fold, fold_phrases
-from pipeline.metrics.citation import parse_citation_markers, strip_citation_markers
 from pipeline.metrics.common import safe_div
+from pipeline.metrics.qa.abstention import fold, fold_phrases
+from pipeline.metrics.qa.citation import parse_citation_markers, strip_citation_markers
 from pipeline.text.sentences import split_sentences
 
 

@@ -2,9 +2,10 @@
 
 Every column is null on rows without a ``task`` (rows that are not RGB rows); see
 ``docs/rgb.md``. ``[rgb] mode`` picks the rules: ``flexible`` and ``strict`` use
-:func:`~pipeline.metrics.rgb.flexible_correct` and the lenient phrase checks of
-:mod:`~pipeline.metrics.rgb_detect`; ``official`` uses the published script's rules
-(:func:`~pipeline.metrics.rgb.official_correct` and its two case-sensitive phrases per check).
+:func:`~pipeline.metrics.robustness.rgb.flexible_correct` and the lenient phrase checks of
+:mod:`~pipeline.metrics.robustness.rgb_detect`; ``official`` uses the published script's rules
+(:func:`~pipeline.metrics.robustness.rgb.official_correct` and its two case-sensitive phrases
+per check).
 Flexible and strict compare the response without citation markers (``_response``); official
 compares the raw response, as the script does.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline.metrics import rgb, rgb_detect
+from pipeline.metrics.robustness import rgb, rgb_detect
 from pipeline.metrics.spec import Inputs, MetricSpec
 from pipeline.schema import RGB_ANSWERED_TASKS
 

@@ -9,10 +9,10 @@ argument; a null response gives null in every column.
 
 Shared units:
 
-* **Words**: :func:`~pipeline.metrics.keywords.keyword_words` -- the text lowercased, ’ folded
-  to ', then maximal runs of Unicode letters, combining marks and digits, an apostrophe between
-  two runs kept inside ("don't"). Hyphens and other punctuation separate words. A word's length
-  is its number of characters (code points, apostrophes included).
+* **Words**: :func:`~pipeline.metrics.lexical.keywords.keyword_words` -- the text lowercased,
+  ’ folded to ', then maximal runs of Unicode letters, combining marks and digits, an apostrophe
+  between two runs kept inside ("don't"). Hyphens and other punctuation separate words. A
+  word's length is its number of characters (code points, apostrophes included).
 * **Sentences**: :func:`~pipeline.text.sentences.split_sentences`; a piece with no word
   ("!!!") is still a sentence.
 
@@ -56,7 +56,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from pipeline.metrics.common import flag, safe_div
-from pipeline.metrics.keywords import keyword_words
+from pipeline.metrics.lexical.keywords import keyword_words
 from pipeline.rules.quality import (
     CoherenceRules,
     CompositeRules,

@@ -1,0 +1,1 @@
+"""Category-aware composites: quality, safety, relevance, overall."""

@@ -1,0 +1,1 @@
+"""Embedding metrics: semantic similarity and relevance, grounding."""

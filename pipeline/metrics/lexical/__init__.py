@@ -1,0 +1,1 @@
+"""Lexical metrics: ROUGE, BLEU, numbers, keywords, TF-IDF relevance."""

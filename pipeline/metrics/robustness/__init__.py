@@ -1,0 +1,1 @@
+"""The RGB robustness suite: answer matching, rejection and error detection."""
