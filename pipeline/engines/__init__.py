@@ -26,6 +26,27 @@ from typing import Protocol
 
 from pipeline.config import Config
 from pipeline.metrics.spec import MetricSpec
+from pipeline.schema import ROW_COLUMN, SOURCE_COLUMN
+from pipeline.validate import KEY
+
+
+def duplicate_rows_sql(records: str) -> str:
+    """The duplicate-key rule as one SQL text that both engines run (DuckDB locally, Spark SQL
+    on a cluster): rows of the relation ``records`` whose key (:data:`pipeline.validate.KEY`)
+    an earlier valid row of the same file holds, with ``source``, ``row_number``, ``id`` and
+    ``first_row`` (the row that keeps the key). Null key values are equal, as in a window's
+    ``partition by``.
+
+    >>> "partition by source, id, model, run, noise_level, task" in duplicate_rows_sql("r")
+    True
+    """
+    keys = ", ".join([SOURCE_COLUMN, *KEY])
+    return (
+        f"select {SOURCE_COLUMN}, {ROW_COLUMN}, id, first_row from ("
+        f"select {SOURCE_COLUMN}, {ROW_COLUMN}, id, "
+        f"min({ROW_COLUMN}) over (partition by {keys}) as first_row from {records}"
+        f") where {ROW_COLUMN} <> first_row"
+    )
 
 
 @dataclass(frozen=True)

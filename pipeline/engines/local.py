@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
-from pipeline.engines import EngineRun
+from pipeline.engines import EngineRun, duplicate_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.partitioned import PartitionedWriter
@@ -470,15 +470,7 @@ def _copy(db: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
 
 def _find_duplicates(db: duckdb.DuckDBPyConnection) -> int:
     """Create ``duplicates`` (rows whose key an earlier row of the same file holds) and ``kept``."""
-    keys = ", ".join([SOURCE_COLUMN, *KEY])
-    db.execute(
-        f"""create temp table duplicates as
-        select source, row_number, id, first_row from (
-            select source, row_number, id,
-                   min(row_number) over (partition by {keys}) as first_row
-            from records
-        ) where row_number <> first_row"""
-    )
+    db.execute(f"create temp table duplicates as {duplicate_rows_sql('records')}")
     db.execute(
         "create view kept as select * from records r "
         "anti join duplicates d using (source, row_number)"

@@ -10,9 +10,9 @@ Python code as the single-machine engine, called on Arrow data by Spark:
 2. Validate: :func:`pipeline.validate.validate_records` (without its duplicate check, as
    :func:`pipeline.validate.iter_validated` calls it) on every Arrow batch, through
    ``mapInArrow``; ``row_hash`` is :func:`pipeline.scoring.row_hashes` of the batch.
-3. Duplicate keys in a file: a Spark window (``min(row_number)`` per source and
-   :data:`pipeline.validate.KEY` over the valid rows), as ``local._find_duplicates`` does in DuckDB;
-   the reason is :data:`pipeline.validate.DUPLICATE_REASON` and ``raw`` is
+3. Duplicate keys in a file: :func:`pipeline.engines.duplicate_rows_sql` run by Spark SQL over
+   the valid rows, the same SQL text the local engine runs in DuckDB; the reason is
+   :data:`pipeline.validate.DUPLICATE_REASON` and ``raw`` is
    :func:`pipeline.validate.raw_json` of the input rows, re-read (a semi join on the input),
    as ``local._write_duplicate_raw`` does.
 4. Corpus statistics (a first aggregation): the largest ``references`` list, and TF-IDF
@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
-from pipeline.engines import EngineRun
+from pipeline.engines import EngineRun, duplicate_rows_sql
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.readers import check_file, missing_column_error, source_names
 from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_tokens
@@ -77,7 +77,7 @@ from pipeline.scoring import (
     corpus_dependent,
     row_hashes,
 )
-from pipeline.validate import DUPLICATE_REASON, KEY, raw_json, validate_records
+from pipeline.validate import DUPLICATE_REASON, raw_json, validate_records
 
 if TYPE_CHECKING:
     from pyspark.broadcast import Broadcast
@@ -99,6 +99,8 @@ _RAW = "raw"
 _FIRST = "__first_row"
 _FIRST_ID = "__first_id"
 _TEXT = "text"
+#: Temporary view of the valid records that the duplicate-key SQL reads.
+_RECORDS_VIEW = "rag_eval_records"
 _WORD = "word"
 _DOCS = "docs"
 
@@ -429,7 +431,7 @@ def _run(
     """Write scores, rejected rows and texts into ``run_dir``; return the counts and the
     corpus digest."""
     from pyspark import StorageLevel
-    from pyspark.sql import DataFrame, Window
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
     # Pass 1: validation of each file's batches, cached (every later step reads it).
@@ -442,16 +444,17 @@ def _run(
     ).persist(StorageLevel.MEMORY_AND_DISK)
     records = validated.filter(F.col(_REASON).isNull()).drop(_REASON, _RAW)
 
-    # Duplicate keys in a file: the first row_number of each key wins.
-    window = Window.partitionBy(SOURCE_COLUMN, *KEY)
-    marked = records.withColumn(_FIRST, F.min(ROW_COLUMN).over(window)).persist(
-        StorageLevel.MEMORY_AND_DISK
+    # Duplicate keys in a file: the first row_number of each key wins (the SQL the local
+    # engine runs in DuckDB).
+    records.createOrReplaceTempView(_RECORDS_VIEW)
+    duplicates = spark.sql(duplicate_rows_sql(_RECORDS_VIEW)).select(
+        SOURCE_COLUMN, ROW_COLUMN, F.col("id").alias(_FIRST_ID), F.col("first_row").alias(_FIRST)
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    kept = records.join(
+        duplicates.select(SOURCE_COLUMN, ROW_COLUMN), on=[SOURCE_COLUMN, ROW_COLUMN],
+        how="left_anti",
     )
-    kept = marked.filter(F.col(ROW_COLUMN) == F.col(_FIRST)).drop(_FIRST)
-    duplicates = marked.filter(F.col(ROW_COLUMN) != F.col(_FIRST)).select(
-        SOURCE_COLUMN, ROW_COLUMN, F.col("id").alias(_FIRST_ID), _FIRST
-    )
-    cached = [validated, marked]
+    cached = [validated, duplicates]
     broadcast = None
     try:
         row = validated.agg(
