@@ -49,6 +49,24 @@ def duplicate_rows_sql(records: str) -> str:
     )
 
 
+def first_scored_rows_sql(previous: str) -> str:
+    """The reuse rule as one SQL text that both engines run: for each ``row_hash`` of the earlier
+    run's scores ``previous``, the row whose scores a new record with that content reuses (the
+    first by ``source``, then ``row_number``: a record scored twice, in two files, is reused
+    from its first copy). Only ``row_hash``, ``source`` and ``row_number``, so the join that
+    fetches the metric columns stays narrow.
+
+    >>> "partition by row_hash order by source, row_number" in first_scored_rows_sql("p")
+    True
+    """
+    return (
+        f"select row_hash, {SOURCE_COLUMN}, {ROW_COLUMN} from ("
+        f"select row_hash, {SOURCE_COLUMN}, {ROW_COLUMN}, row_number() over "
+        f"(partition by row_hash order by {SOURCE_COLUMN}, {ROW_COLUMN}) as reuse_rank "
+        f"from {previous}) where reuse_rank = 1"
+    )
+
+
 @dataclass(frozen=True)
 class EngineRun:
     """What an engine wrote into a run directory."""

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
-from pipeline.engines import EngineRun, duplicate_rows_sql
+from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.partitioned import PartitionedWriter
@@ -539,10 +539,7 @@ def _split_incremental(
         f"select '{sql_string(source)}' as source, {position} as position"
         for source, position in positions.items()
     )
-    db.execute(
-        "create temp table previous_first as select row_hash, "
-        f"min((source, row_number)) as first from {scan} group by row_hash"
-    )
+    db.execute(f"create temp table previous_first as {first_scored_rows_sql(scan)}")
     db.execute(
         "create temp table reuse as select k.row_hash, k.source, k.row_number, o.position "
         f"from kept k semi join previous_first using (row_hash) join ({order}) o using (source)"
@@ -553,7 +550,7 @@ def _split_incremental(
         f"""select r.position as {_POSITION}, r.source, r.row_number, {metrics}, p.signature
         from {scan} p
         join previous_first f
-            on p.row_hash = f.row_hash and (p.source, p.row_number) = f.first
+            on p.row_hash = f.row_hash and p.source = f.source and p.row_number = f.row_number
         join reuse r on r.row_hash = p.row_hash
         order by r.position, r.row_number""",
         target,

@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
-from pipeline.engines import EngineRun, duplicate_rows_sql
+from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.readers import check_file, missing_column_error, source_names
 from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_tokens
@@ -101,6 +101,8 @@ _FIRST_ID = "__first_id"
 _TEXT = "text"
 #: Temporary view of the valid records that the duplicate-key SQL reads.
 _RECORDS_VIEW = "rag_eval_records"
+#: Temporary view of the earlier run's scores that the reuse SQL reads.
+_PREVIOUS_VIEW = "rag_eval_previous_scores"
 _WORD = "word"
 _DOCS = "docs"
 
@@ -557,15 +559,12 @@ def _split_incremental(
     """(records to score, reused rows): records whose ``row_hash`` the previous run scored,
     with its scores (its first row per hash by source and row_number; metrics named like
     record columns replace them), as ``local._split_incremental``; the others to score."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    first = Window.partitionBy(ROW_HASH).orderBy(SOURCE_COLUMN, ROW_COLUMN)
-    previous = (
-        spark.read.parquet(str(previous_run / SCORES_DIR))
-        .withColumn("__rank", F.row_number().over(first))
-        .filter(F.col("__rank") == 1)
-        .select(ROW_HASH, *scorer.metrics, "signature")
+    scores = spark.read.parquet(str(previous_run / SCORES_DIR))
+    scores.createOrReplaceTempView(_PREVIOUS_VIEW)
+    # The rule the local engine runs in DuckDB: each hash's first row by source and row_number.
+    first = spark.sql(first_scored_rows_sql(_PREVIOUS_VIEW))
+    previous = scores.join(first, on=[ROW_HASH, SOURCE_COLUMN, ROW_COLUMN], how="inner").select(
+        ROW_HASH, *scorer.metrics, "signature"
     )
     shadowed = [name for name in scorer.metrics if name in RECORD_BATCH_SCHEMA]
     reused = kept.drop(*shadowed).join(previous, on=ROW_HASH, how="inner")
