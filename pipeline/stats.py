@@ -42,8 +42,8 @@ all the scores):
   a null id first) and the sign-flip test draws ``rng.integers(0, 2)`` per id: the cluster
   bootstrap exactly as the package computed it before sufficient statistics (same draws; sums
   may differ in the last bit), and a group's numbers do not depend on other groups.
-* **Bucketed** (more ids): ids are hashed into :data:`BUCKETS` = 2048 buckets by
-  :func:`bucket_of` (the top 11 bits of md5 of the UTF-8 id, stable across library versions), and
+* **Bucketed** (more ids): ids are hashed into :data:`BUCKETS` = 1024 buckets by
+  :func:`bucket_of` (the top 10 bits of md5 of the UTF-8 id, stable across library versions), and
   buckets are resampled instead of ids. One weight matrix ``W`` (resamples x buckets; each row
   the counts of ``buckets`` uniform draws, i.e. multinomial) comes from
   ``SeedSequence([seed, *sha256(["interval", "buckets"])])`` for the intervals and from
@@ -138,7 +138,7 @@ VIEWS: dict[str, tuple[str, ...]] = {
 #: which then hold about one id each until the ids outnumber the buckets.
 EXACT_MAX_IDS = 256
 #: Buckets of the bucketed regime (a power of two; see :func:`bucket_of`).
-BUCKETS = 2048
+BUCKETS = 1024
 #: Rows of the scores grouped by pairing key in one pass of the comparisons.
 PASS_ROWS = 2_000_000
 
