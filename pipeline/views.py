@@ -336,6 +336,7 @@ def _create_views(
     con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
     for macro, body in _source_macros(out_dir).items():
         con.execute(f"create macro {macro}() as table {body}")
+    created: list[ViewDef] = []
     for view in views:
         try:
             statements = con.extract_statements(view.sql)
@@ -347,14 +348,22 @@ def _create_views(
             con.execute(f'create view "{view.name}" as\n{statements[0].query}\n')
         except duckdb.Error as exc:
             raise ViewBuildError(view.path, f"view {view.name!r} failed to build: {exc}") from exc
-        columns = {row[0] for row in con.execute(f'describe "{view.name}"').fetchall()}
-        missing = [c for c in view.grain_columns if c not in columns]
+        con.execute(f'comment on view "{view.name}" is {_literal("grain: " + view.grain)}')
+        created.append(view)
+        log.debug("created view %s (%s)", view.name, view.grain)
+    # The columns DuckDB recorded when it bound each view: one catalog query, not a second
+    # binding per view.
+    columns: dict[str, set[str]] = {}
+    for table, column in con.execute(
+        "select table_name, column_name from information_schema.columns"
+    ).fetchall():
+        columns.setdefault(table, set()).add(column)
+    for view in created:
+        missing = [c for c in view.grain_columns if c not in columns.get(view.name, set())]
         if missing:
             raise ViewBuildError(
                 view.path, f"grain column(s) {', '.join(missing)} are not columns of the view"
             )
-        con.execute(f'comment on view "{view.name}" is {_literal("grain: " + view.grain)}')
-        log.debug("created view %s (%s)", view.name, view.grain)
 
 
 def is_store(path: Path) -> bool:
