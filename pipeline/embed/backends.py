@@ -359,37 +359,23 @@ class HashedNgramBackend:
             raise ValueError("dim must be a positive integer")
         self.dim = dim
         self.model_id = f"blake2b8|word1-2|char3|lower|counts|dim:{dim}|v1"
-        # Buckets of the features seen so far: blake2b runs once per distinct feature of the
-        # process, and every later call maps its features with one join.
-        self._buckets = pl.DataFrame(schema={"gram": pl.String, "bucket": pl.Int64})
-        self._lock = threading.Lock()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         n = len(texts)
         if n == 0:
             return np.empty((0, self.dim), dtype=np.float32)
         grams = _ngrams(pl.Series("text", texts, dtype=pl.String))
-        located = grams.join(self._known(grams.get_column("gram")), on="gram", how="inner")
+        distinct = grams.get_column("gram").unique()
+        buckets = pl.DataFrame(
+            {
+                "gram": distinct,
+                "bucket": pl.Series([_bucket(g, self.dim) for g in distinct], dtype=pl.Int64),
+            }
+        )
+        located = grams.join(buckets, on="gram", how="inner")
         flat = located["row"].to_numpy() * self.dim + located["bucket"].to_numpy()
         counts = np.bincount(flat, minlength=n * self.dim).reshape(n, self.dim)
         return l2_normalize(counts.astype(np.float64))
-
-    def _known(self, grams: pl.Series) -> pl.DataFrame:
-        """The bucket table, extended by the features of ``grams`` not seen before."""
-        with self._lock:
-            new = (
-                grams.unique().to_frame("gram")
-                .join(self._buckets, on="gram", how="anti").get_column("gram")
-            )
-            if new.len():
-                added = pl.DataFrame({
-                    "gram": new,
-                    "bucket": pl.Series([_bucket(g, self.dim) for g in new], dtype=pl.Int64),
-                })
-                self._buckets = pl.concat([self._buckets, added], rechunk=False)
-                if self._buckets.n_chunks() > 32:
-                    self._buckets = self._buckets.rechunk()
-            return self._buckets
 
 
 def _ngrams(texts: pl.Series) -> pl.DataFrame:
