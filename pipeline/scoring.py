@@ -129,6 +129,15 @@ def corpus_dependent(specs: Iterable[MetricSpec]) -> tuple[str, ...]:
     return tuple(spec.name for spec in specs if depends(spec.name))
 
 
+def candidate_count(records: pl.DataFrame) -> int:
+    """Answer candidates of ``records``: the reference plus the longest ``references`` list
+    (1 for no records). It decides how many reference columns are compared, never a value."""
+    if records.height == 0:
+        return 1
+    longest = records.select(pl.col("references").list.len().max()).item()
+    return 1 + int(longest or 0)
+
+
 @dataclass
 class CorpusStatsBuilder:
     """First pass: :meth:`add` every batch of records, then take the :meth:`result`.
@@ -156,8 +165,7 @@ class CorpusStatsBuilder:
         """Count one batch of validated records."""
         if records.height == 0:
             return
-        longest = records.select(pl.col("references").list.len().max()).item()
-        self.n_candidates = max(self.n_candidates, 1 + int(longest or 0))
+        self.n_candidates = max(self.n_candidates, candidate_count(records))
         if self._frequencies is not None:
             texts = records.select(
                 pl.concat_list(pl.col("question"), compared_response(self.config)).alias("text")

@@ -51,6 +51,7 @@ from pipeline.scoring import (
     BatchScorer,
     CorpusStats,
     CorpusStatsBuilder,
+    candidate_count,
     corpus_dependent,
     process_embedder,
     row_hashes,
@@ -292,7 +293,7 @@ def _single_pass(
             for offset in range(0, valid.height, rows):
                 batch = valid.slice(offset, rows)
                 start = time.perf_counter()
-                stats = CorpusStats(n_candidates=_candidates(batch))
+                stats = CorpusStats(n_candidates=candidate_count(batch))
                 scorer = scorers.setdefault(stats.n_candidates, replace(base, stats=stats))
                 scores = scorer.score_frame(batch).to_arrow().cast(schema)
                 timer.add("scoring", time.perf_counter() - start)
@@ -313,14 +314,6 @@ def _log_embeddings(scorer: BatchScorer, rows: int) -> None:
     """The run's embedding totals (texts and tokens encoded per row, texts/s, tokens/s)."""
     if scorer.embeds:
         process_embedder(scorer.config).log_total(rows=rows)
-
-
-def _candidates(records: pl.DataFrame) -> int:
-    """The candidate count of ``records``: the reference plus the longest ``references``."""
-    if records.height == 0:
-        return 1
-    longest = records.select(pl.col("references").list.len().max()).item()
-    return 1 + int(longest or 0)
 
 
 def _score_records(
