@@ -404,7 +404,7 @@ def _list(
         value = pl.when(col.list.len() == 0).then(pl.lit([], dtype=target))
         shown = pl.lit(f"list of {_kind(inner)}")
         return value, [_when(col.list.len() > 0, _got(column, expected, shown))]
-    complete = value.list.drop_nulls().list.len() == col.list.len()
+    complete = _no_null_element(value)
     shown = pl.format("[{}]", _join_elements(col))
     return pl.when(complete).then(value), [
         _when(col.is_not_null() & ~complete, _got(column, expected, shown))
@@ -446,7 +446,7 @@ def _groups(column: str, col: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, lis
 def _complete_groups(groups: pl.Expr) -> pl.Expr:
     """Every group is non-empty and has no null alternative (false for a null list)."""
     element = pl.element()
-    ok = (element.list.len() > 0) & (element.list.drop_nulls().list.len() == element.list.len())
+    ok = (element.list.len() > 0) & _no_null_element(element)
     return groups.list.eval(ok.fill_null(False)).list.all().fill_null(False)
 
 
@@ -459,7 +459,16 @@ def _decode(text: pl.Expr, target: pl.List) -> pl.Expr:
     """
     pattern = _INT_LIST_TEXT if target.inner == pl.Int64() else _STRING_LIST_TEXT
     decoded = pl.when(text.str.contains(pattern)).then(text).str.json_decode(target)
-    return pl.when(decoded.list.drop_nulls().list.len() == decoded.list.len()).then(decoded)
+    return pl.when(_no_null_element(decoded)).then(decoded)
+
+
+def _no_null_element(lists: pl.Expr) -> pl.Expr:
+    """True where a list holds no null element (null for a null list).
+
+    Counts nulls inside each list instead of copying it without them (a tenth of the time on
+    lists of strings).
+    """
+    return lists.list.eval(pl.element().null_count()).list.first() == 0
 
 
 # --- checks on parsed values --------------------------------------------------------------------

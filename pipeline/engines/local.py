@@ -261,6 +261,9 @@ def _single_pass(
         while True:
             start = time.perf_counter()
             chunk = next(chunks, None)
+            if chunk is not None:  # hashed here, on the reading thread, to offload scoring
+                chunk = replace(chunk, records=chunk.records.with_columns(
+                    row_hashes(chunk.records)))
             timer.add("read+validate", time.perf_counter() - start)
             if chunk is None:
                 return

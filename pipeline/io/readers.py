@@ -198,13 +198,51 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
     if n_rows == 0:
         raise InputError(f"{source}: the file contains no records")
     # polars slices of one lazy scan read only the row groups they need, and unlike pyarrow's
-    # batch iterator they leave no memory behind between chunks (measured: flat RSS).
+    # batch iterator they leave no memory behind between chunks (measured: flat RSS). A slice
+    # decodes every row group it touches whole, so slices follow row-group boundaries.
     scan = pl.scan_parquet(source, hive_partitioning=False).select(list(renames))
+    groups = [(handle.metadata.row_group(i).num_rows, handle.metadata.row_group(i).total_byte_size)
+              for i in range(handle.metadata.num_row_groups)]
     try:
-        for offset in range(0, n_rows, chunk_rows):
-            yield _finish(scan.slice(offset, chunk_rows).collect(), renames, source, offset)
+        for offset, rows in parquet_slices(groups, chunk_rows):
+            yield _finish(scan.slice(offset, rows).collect(), renames, source, offset)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
+
+
+#: A row group up to this many times ``chunk_rows`` (and :data:`MAX_GROUP_BYTES`) is read as one
+#: chunk rather than in slices, each of which would decode the whole group again.
+MAX_GROUP_CHUNKS = 4
+MAX_GROUP_BYTES = 256 * 2**20
+
+
+def parquet_slices(groups: Sequence[tuple[int, int]], chunk_rows: int) -> Iterator[tuple[int, int]]:
+    """``(offset, rows)`` slices of a file with row groups ``groups`` (rows, uncompressed bytes).
+
+    Small consecutive groups are joined up to ``chunk_rows``; a group of up to
+    :data:`MAX_GROUP_CHUNKS` chunks (and :data:`MAX_GROUP_BYTES`) is one slice; a larger group is
+    cut into ``chunk_rows`` slices, bounding memory at the price of decoding it once per slice.
+
+    >>> list(parquet_slices([(30, 1), (30, 1), (50, 1), (250, 1), (500, 1)], 100))
+    [(0, 60), (60, 50), (110, 250), (360, 100), (460, 100), (560, 100), (660, 100), (760, 100)]
+    """
+    offset = start = 0
+    for rows, n_bytes in groups:
+        if offset > start and offset - start + rows > chunk_rows:
+            yield start, offset - start
+            start = offset
+        if rows > chunk_rows:
+            if offset > start:
+                yield start, offset - start
+            if rows <= MAX_GROUP_CHUNKS * chunk_rows and n_bytes <= MAX_GROUP_BYTES:
+                yield offset, rows
+            else:
+                for cut in range(offset, offset + rows, chunk_rows):
+                    yield cut, min(chunk_rows, offset + rows - cut)
+            start = offset + rows
+        offset += rows
+    if offset > start:
+        yield start, offset - start
 
 
 def parquet_keys_unique(path: str | Path, config: Config, keys: Sequence[str]) -> bool:
