@@ -108,6 +108,13 @@ def default_cache_dir() -> Path:
     return cache_root() / "embeddings"
 
 
+#: Presets that reproduce a replaced tool number for number (docs/compat.md): the tool's phrase
+#: lists, thresholds and formulas where they differ from the defaults. ``None``: the defaults.
+COMPAT_PRESETS: tuple[str, ...] = (
+    "enhanced-framework", "rgb-app", "hotpot-gen", "intellidocu", "core-rag",
+)
+
+
 class ConfigError(ValueError):
     """The configuration file or a flag is invalid."""
 
@@ -159,6 +166,8 @@ class Config:
     rgb_primary_rejections: tuple[str, ...] = DEFAULT_PRIMARY_REJECTIONS
     rgb_secondary_rejections: tuple[str, ...] = DEFAULT_SECONDARY_REJECTIONS
     rgb_error_keywords: tuple[str, ...] = DEFAULT_ERROR_KEYWORDS
+    #: ``[compat] preset``: one of :data:`COMPAT_PRESETS`, or None for the defaults.
+    compat_preset: str | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -196,6 +205,11 @@ class Config:
             raise ConfigError(
                 f"[embedding] backend {backend!r} is unknown: use one of "
                 f"{', '.join(EMBEDDING_BACKENDS)} or '{SENTENCE_TRANSFORMERS_PREFIX}<name or path>'"
+            )
+        if self.compat_preset is not None and self.compat_preset not in COMPAT_PRESETS:
+            raise ConfigError(
+                f"[compat] preset {self.compat_preset!r} is unknown: use one of "
+                f"{', '.join(COMPAT_PRESETS)}"
             )
         if self.rgb_mode not in RGB_MODES:
             raise ConfigError(
@@ -249,6 +263,7 @@ class Config:
             f"kw:{self.keyword_digest()}|tfidf:corpus-distinct|"
             f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|comp:{self.composite_digest()}|"
             f"rgb:{self.rgb_mode}-{self.rgb_phrase_digest()}"
+            + (f"|compat:{self.compat_preset}" if self.compat_preset else "")
         )
 
     def rgb_phrase_digest(self) -> str:
@@ -275,7 +290,7 @@ class Config:
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
-             "grounding", "composite", "rgb"}
+             "grounding", "composite", "rgb", "compat"}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
@@ -327,6 +342,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         safety = "my_safety.toml"
         relevance = "my_relevance.toml"
         overall = "my_overall.toml"
+
+        [compat]                   # reproduce a replaced tool exactly (docs/compat.md)
+        preset = "rgb-app"         # or "enhanced-framework", "hotpot-gen", "intellidocu", "core-rag"
 
     Without a file (or without ``[embedding] cache_dir``) the embedding cache lives in
     :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.
@@ -488,6 +506,10 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: [rgb] {key} must be a list of strings")
             values[f"rgb_{key}"] = tuple(value)
+
+    compat = _section(data, "compat", {"preset"}, path)
+    if "preset" in compat:
+        values["compat_preset"] = _typed(path, "[compat] preset", compat["preset"], str)
 
     grounding = _section(data, "grounding", {"tau_sim"}, path)
     if "tau_sim" in grounding:

@@ -127,3 +127,24 @@ def test_composite_rule_files_come_from_the_config(tmp_path: Path) -> None:
     write(tmp_path, "[length]\nmin_words = 'five'\n", "broken.toml")
     with pytest.raises(ConfigError, match=r"broken\.toml"):
         load_config(write(tmp_path, '[composite]\nquality = "broken.toml"\n'))
+
+
+def test_compat_preset_from_file_and_in_signature(tmp_path: Path) -> None:
+    path = tmp_path / "compat.toml"
+    path.write_text('[compat]\npreset = "rgb-app"\n', encoding="utf-8")
+    config = load_config(path)
+    assert config.compat_preset == "rgb-app"
+    assert config.signature().endswith("|compat:rgb-app")
+    # the defaults keep their signature: no compat field at all
+    assert "compat" not in Config().signature()
+
+
+def test_compat_preset_unknown_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "compat.toml"
+    path.write_text('[compat]\npreset = "ragas"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[compat\] preset 'ragas' is unknown: use one of "
+                                          r"enhanced-framework, rgb-app, hotpot-gen"):
+        load_config(path)
+    path.write_text('[compat]\nname = "rgb-app"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) in \[compat\]: \['name'\]"):
+        load_config(path)
