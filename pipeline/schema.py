@@ -55,6 +55,14 @@ SOURCE_COLUMN = "source"
 ROW_COLUMN = "row_number"
 PROVENANCE_SCHEMA: dict[str, pl.DataType] = {SOURCE_COLUMN: pl.String(), ROW_COLUMN: pl.Int64()}
 
+#: Columns a reader adds only when it could not read some records of a file (a CSV row with the
+#: wrong number of fields, a JSON string that is not valid Unicode): why, null on the records it
+#: read (``line 7: expected 5 fields as in the header, got 3``), and the record as found in the
+#: file, as JSON text. Validation rejects those rows with exactly that reason and ``raw``.
+READER_PROBLEM = "__reader_problem"
+READER_RAW = "__reader_raw"
+READER_SCHEMA: dict[str, pl.DataType] = {READER_PROBLEM: pl.String(), READER_RAW: pl.String()}
+
 #: Key columns carried into ``scores.parquet`` ahead of the metric columns.
 KEY_COLUMNS: tuple[str, ...] = (
     "id",

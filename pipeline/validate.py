@@ -23,8 +23,10 @@ Nothing is coerced. The rules, checked with polars expressions over whole column
   ``citations`` / ``gold_citations``, with the integral-float rule; strings for ``contexts`` /
   ``references``); a null element is rejected. Text cells hold a JSON array (``[1, 2]``,
   ``["a", "b"]``); an empty cell is a missing list.
-* ``citations`` and ``gold_citations`` numbers must lie in ``1..len(contexts)`` on rows whose
-  ``contexts`` is present.
+* ``citations`` and ``gold_citations`` numbers are 1-based passage numbers: at least 1 on every
+  row, and in ``1..len(contexts)`` on rows whose ``contexts`` is present.
+* A record the reader could not read (:data:`pipeline.schema.READER_PROBLEM`: a ragged CSV row,
+  a lone surrogate in JSON) is rejected with the reader's reason and ``raw`` alone.
 * Within one file the key (``id``, ``model``, ``run``, ``noise_level``) is unique among the rows
   that pass every other check: the first occurrence is kept and later ones are rejected as
   ``duplicate id 'X' (first at row N)``.
@@ -45,6 +47,8 @@ from pipeline.io.pairs import read_prediction_pair
 from pipeline.io.readers import JSON_VALUE, iter_records, missing_column_error, read_records
 from pipeline.schema import (
     PROVENANCE_SCHEMA,
+    READER_PROBLEM,
+    READER_RAW,
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
     REQUIRED_COLUMNS,
@@ -144,6 +148,8 @@ def validate_records(
         pl.col(_flag(c)) | _flagged(_value_checks(c, present, lambda name: pl.col(_flag(name))))
         for c in present
     ]
+    if READER_PROBLEM in frame.columns:  # records the reader could not read (CSV, JSON only)
+        flagged.append(pl.col(READER_PROBLEM).is_not_null())
     lazy = lazy.with_columns(pl.any_horizontal(flagged).alias(_BAD))
     if check_duplicates:
         keys = [pl.col(_value(c)) for c in KEY if c in present]
@@ -167,12 +173,15 @@ def validate_records(
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
     )
+    raw = _raw(present, schema)
+    if READER_RAW in bad.columns:
+        raw = pl.coalesce(pl.col(READER_RAW), raw)
     rejected = bad.select(
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
         pl.col(_value("id")).alias("id"),
         pl.col(_REASON).alias("reason"),
-        _raw(present, schema).alias("raw"),
+        raw.alias("raw"),
     ).cast(pl.Schema(REJECTED_SCHEMA))
     log.info("%s: %d rows read, %d valid, %d rejected", path, frame.height, good.height, bad.height)
     return Validated(records=records, rejected=rejected, n_read=frame.height)
@@ -199,6 +208,8 @@ def _with_reasons(
         for c in present
     )
     lazy = lazy.with_columns(_join([pl.col(_problem(c)) for c in present]).alias(_REASON))
+    if READER_PROBLEM in rows.columns:  # the reader's reason alone: its row has no real columns
+        lazy = lazy.with_columns(pl.coalesce(READER_PROBLEM, _REASON).alias(_REASON))
     if check_duplicates:
         lazy = lazy.with_columns(
             pl.when(pl.col(_DUPLICATE))
@@ -504,15 +515,23 @@ def _value_checks(
     if column in NON_NEGATIVE_COLUMNS:
         negative = pl.format(f"{column}: must not be negative, got {{}}", value)
         checks.append(_when(value < 0, negative))
-    if column in CITATION_COLUMNS and "contexts" in present:
-        n = pl.col(_value("contexts")).list.len()
-        outside = (value.list.min() < 1) | (value.list.max() > n)
+    if column in CITATION_COLUMNS:
         shown = _join_elements(value)
-        checks.append(
-            _when(
-                outside,
-                pl.format(f"{column}: [{{}}] outside 1..{{}} (the number of contexts)", shown, n),
+        below = value.list.min() < 1  # passage numbers are 1-based, with or without contexts
+        if "contexts" in present:
+            n = pl.col(_value("contexts")).list.len()
+            outside = n.is_not_null() & (below | (value.list.max() > n))
+            checks.append(
+                _when(
+                    outside,
+                    pl.format(f"{column}: [{{}}] outside 1..{{}} (the number of contexts)",
+                              shown, n),
+                )
             )
+            below = below & n.is_null()
+        checks.append(
+            _when(below, pl.format(f"{column}: [{{}}] must be >= 1 (passage numbers are 1-based)",
+                                   shown))
         )
     return checks
 

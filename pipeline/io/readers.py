@@ -15,23 +15,44 @@ What a reader hands to validation, by format:
   has the matching JSON type. Otherwise it becomes a :data:`JSON_VALUE` struct that records the
   JSON type of each value, so that validation can reject ``"question": 7`` as
   ``question: expected string, got int`` instead of converting it.
+
+A record the reader cannot read is still a row, so that it is rejected rather than lost or
+guessed at: a CSV or TSV row whose field count differs from the header's, whose quoting is
+malformed, or that the file ends inside; a JSON record with text that is not valid Unicode (a lone
+surrogate such as ``"\\ud800"``). Such a frame carries :data:`~pipeline.schema.READER_PROBLEM` and
+:data:`~pipeline.schema.READER_RAW` (see :mod:`pipeline.schema`); clean files do not. What cannot
+be read as records at all (duplicate column names, a key repeated inside a JSON object, invalid
+JSON) raises :class:`~pipeline.schema.InputError`. The rules: ``docs/input-integrity.md``.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import json
 import logging
+import operator
 import os
+import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.schema import (
+    READER_PROBLEM,
+    READER_RAW,
+    READER_SCHEMA,
     RECORD_SCHEMA,
     REQUIRED_COLUMNS,
     ROW_COLUMN,
@@ -148,13 +169,18 @@ def _require(available: Iterable[str], source: str, config: Config) -> dict[str,
 def _finish(
     frame: pl.DataFrame, renames: Mapping[str, str], source: str, offset: int = 0
 ) -> pl.DataFrame:
-    """Canonical columns in schema order, then ``source`` and ``row_number`` (from ``offset``)."""
-    frame = frame.select(pl.col(src).alias(name) for src, name in renames.items())
+    """Canonical columns in schema order, then ``source`` and ``row_number`` (from ``offset``),
+    then the reader's problem columns where ``frame`` has them."""
+    problems = [c for c in READER_SCHEMA if c in frame.columns]
+    frame = frame.select(
+        *(pl.col(src).alias(name) for src, name in renames.items()), *problems
+    )
     ordered = [name for name in RECORD_SCHEMA if name in frame.columns]
     return frame.select(
         *ordered,
         pl.lit(source, dtype=pl.String).alias(SOURCE_COLUMN),
         (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias(ROW_COLUMN),
+        *problems,
     )
 
 
@@ -282,23 +308,40 @@ def parquet_keys_unique(path: str | Path, config: Config, keys: Sequence[str]) -
 
 # --- CSV and TSV --------------------------------------------------------------------------------
 
+#: Bytes after which a quoted field may open (and before which one may close), besides the
+#: separator: the two line-break characters.
+_LINE_BREAK_BYTES = (ord("\n"), ord("\r"))
+_QUOTE_BYTE = ord('"')
+#: Bytes checked at a time for UTF-8 (a bounded slice of the file is decoded at once).
+_UTF8_CHUNK = 16 * 2**20
+
+
+@dataclass(frozen=True)
+class _Record:
+    """One record of a delimited file as Python's ``csv`` module reads it."""
+
+    line: int  #: the line it starts on (1-based)
+    fields: list[str] | None  #: None when the record cannot be split into fields
+    problem: str | None  #: why ``fields`` is None
+    text: str  #: as in the file, without the line break that ends it
+    terminated: bool  #: whether a line break ends it (all but a file's cut last record)
+
 
 def _delimited(separator: str) -> Callable[[Path, str, Config], pl.DataFrame]:
     kind = "TSV" if separator == "\t" else "CSV"
 
     def read(path: Path, source: str, config: Config) -> pl.DataFrame:
-        options: dict[str, Any] = {
-            "separator": separator,
-            "infer_schema": False,  # every column as text; validation parses numbers and lists
-            "empty_string_is_null": False,
-            "encoding": "utf8",
-        }
         try:
-            header = pl.read_csv(path, n_rows=0, **options).columns
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{source}: cannot read the file: {exc}") from exc
+        _check_utf8(data, source)
+        with _unlimited_csv_fields():
+            header = _header(data, separator, source, kind)
             renames = _require(header, source, config)
-            frame = pl.read_csv(path, columns=list(renames), **options)
-        except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{source}: malformed {kind} file: {exc}") from exc
+            frame = _read_regular(data, separator, renames, source, kind)
+            if frame is None:
+                frame = _read_rows(data, separator, header, renames)
         frame = _finish(frame, renames, source)
         # A delimited file cannot tell an empty cell from a missing value: required text keeps
         # "" (a valid, empty answer), optional columns read an empty cell as missing.
@@ -310,7 +353,265 @@ def _delimited(separator: str) -> Callable[[Path, str, Config], pl.DataFrame]:
     return read
 
 
+def _check_utf8(data: bytes, source: str) -> None:
+    """Raise InputError unless ``data`` is UTF-8, decoding a bounded slice at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for offset in range(0, len(data), _UTF8_CHUNK):
+            decoder.decode(view[offset : offset + _UTF8_CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        try:  # again at once, for the position of the bad byte in the whole file
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{source}: not UTF-8 text: {exc}") from exc
+        raise  # pragma: no cover - a slice cannot fail where the whole file decodes
+
+
+@contextmanager
+def _unlimited_csv_fields() -> Iterator[None]:
+    """Lift the ``csv`` module's 128 KiB field limit (a long context is longer) meanwhile."""
+    previous = csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _records(lines: Iterable[str], separator: str) -> Iterator[_Record]:
+    """The records of a delimited file given as lines with their line breaks (``\\n``, ``\\r\\n``
+    or ``\\r``), blank lines skipped, read by Python's ``csv`` module with RFC 4180 quoting
+    (``strict``: ``"a"b`` is an error, not ``ab``).
+
+    A record whose quoting is malformed, or inside whose quoted field the file ends, comes with
+    ``fields`` None and the problem; the reader then goes on at the next line.
+    """
+    consumed: list[str] = []
+    exhausted = False
+
+    def feed() -> Iterator[str]:
+        nonlocal exhausted
+        for line in lines:
+            consumed.append(line)
+            yield line
+        exhausted = True
+
+    reader = csv.reader(feed(), delimiter=separator, strict=True)
+    while True:
+        start = reader.line_num + 1
+        fields: list[str] | None
+        problem = None
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            fields = None
+            problem = (
+                "the file ends inside a quoted field" if exhausted
+                else f"malformed quoting: {exc}"
+            )
+        raw = "".join(consumed)
+        consumed.clear()
+        # A line break at the end of a quoted field the file ends inside is part of the field.
+        text = raw if exhausted else raw.removesuffix("\n").removesuffix("\r")
+        if fields != []:  # [] is a blank line
+            yield _Record(start, fields, problem, text, terminated=text != raw)
+
+
+def _text_lines(data: bytes) -> Iterator[str]:
+    """The lines of UTF-8 ``data`` with their line breaks, decoded as they are read."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+
+
+def _header(data: bytes, separator: str, source: str, kind: str) -> list[str]:
+    """The column names of the first record; InputError when it is malformed or repeats one."""
+    record = next(_records(_text_lines(data), separator), None)
+    if record is None:
+        raise InputError(f"{source}: the file contains no records")
+    if record.fields is None:
+        raise InputError(f"{source}: line {record.line}: malformed {kind} header: "
+                         f"{record.problem}")
+    header = record.fields
+    first: dict[str, int] = {}
+    for position, name in enumerate(header, start=1):
+        if name in first:
+            raise InputError(
+                f"{source}: duplicate column name {name!r} in the header "
+                f"(columns {first[name]} and {position})"
+            )
+        first[name] = position
+    return header
+
+
+def _read_regular(
+    data: bytes, separator: str, renames: Mapping[str, str], source: str, kind: str
+) -> pl.DataFrame | None:
+    """The columns ``renames`` names, parsed by Arrow's CSV reader (as text, on several threads),
+    or None unless that provably gives what :func:`_records` would: every record ends with a
+    line break, every quote sits where RFC 4180 puts one (:func:`_regular_quotes`) and every
+    record has the header's field count (Arrow calls ``invalid_row_handler`` otherwise)."""
+    if not data.endswith((b"\n", b"\r")) or not _regular_quotes(data, separator):
+        return None
+    ragged = False
+
+    def on_invalid_row(row: pa_csv.InvalidRow) -> str:
+        nonlocal ragged
+        ragged = True
+        return "skip"
+
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(data),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=separator, newlines_in_values=True, invalid_row_handler=on_invalid_row
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                include_columns=list(renames),
+                column_types=dict.fromkeys(renames, pa.string()),
+                strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{source}: malformed {kind} file: {exc}") from exc
+    if ragged:
+        return None
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def _regular_quotes(data: bytes, separator: str) -> bool:
+    """True when every ``"`` in ``data`` opens a field, closes one, or is one of the two quotes
+    of an escaped ``""`` inside a quoted field, and no quoted field runs to the end of the file.
+
+    Quotes then pair up in order: the 1st, 3rd, ... open a field (after a separator, a line
+    break, the start of the file or a closing quote it escapes with), the 2nd, 4th, ... close
+    one (before a separator, a line break, the end of the file or the quote it escapes).
+
+    >>> _regular_quotes(b'a,"say ""hi"", then",d\\n', ","), _regular_quotes(b'a,b"c\\n', ",")
+    (True, False)
+    """
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    quotes = np.flatnonzero(buffer == _QUOTE_BYTE)
+    if quotes.size % 2:
+        return False
+    opening, closing = quotes[0::2], quotes[1::2]
+    bounds = np.array([ord(separator), *_LINE_BREAK_BYTES], dtype=np.uint8)
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    opens = (opening == start) | np.isin(buffer[np.maximum(opening - 1, 0)], bounds)
+    opens[1:] |= opening[1:] == closing[:-1] + 1
+    closes = (closing == buffer.size - 1) | np.isin(
+        buffer[np.minimum(closing + 1, buffer.size - 1)], bounds
+    )
+    closes[:-1] |= closing[:-1] + 1 == opening[1:]
+    return bool(opens.all() and closes.all())
+
+
+def _read_rows(
+    data: bytes, separator: str, header: Sequence[str], renames: Mapping[str, str]
+) -> pl.DataFrame:
+    """The columns ``renames`` names, record by record (:func:`_records`), for files that
+    :func:`_read_regular` does not take. Records that cannot be read get their problem
+    (``line 7: expected 5 fields as in the header, got 3``) and text; their columns are null."""
+    position = {name: index for index, name in enumerate(header)}
+    pick = operator.itemgetter(*(position[src] for src in renames))
+    nothing = (None,) * len(renames)
+    rows: list[tuple[str | None, ...]] = []
+    problems: list[str | None] = []
+    texts: list[str | None] = []
+    records = _records(_text_lines(data), separator)
+    next(records)  # the header
+    for record in records:
+        found = _record_problems(record, len(header))
+        if found or record.fields is None:
+            rows.append(nothing)
+            problems.append(f"line {record.line}: {'; '.join(found)}")
+            texts.append(json.dumps({"text": record.text}, ensure_ascii=False,
+                                    separators=(",", ":")))
+        else:
+            rows.append(pick(record.fields))
+            problems.append(None)
+            texts.append(None)
+    frame = pl.DataFrame(rows, schema=dict.fromkeys(renames, pl.String()), orient="row")
+    if any(problem is not None for problem in problems):
+        frame = frame.with_columns(
+            pl.Series(READER_PROBLEM, problems, pl.String),
+            pl.Series(READER_RAW, texts, pl.String),
+        )
+    return frame
+
+
+def _record_problems(record: _Record, width: int) -> list[str]:
+    """Why ``record`` cannot be read as a row of a file whose header has ``width`` fields."""
+    if record.fields is None:
+        return [str(record.problem)]
+    found = []
+    if len(record.fields) != width:
+        found.append(f"expected {width} fields as in the header, got {len(record.fields)}")
+    if not record.terminated:
+        found.append("the file ends inside this row (no line break after it)")
+    return found
+
+
 # --- JSON and JSON Lines ------------------------------------------------------------------------
+
+#: A ``\\uXXXX`` escape of a UTF-16 surrogate that is not half of a pair: the only way a JSON
+#: text in UTF-8 can hold a string that UTF-8 cannot encode. (An escaped backslash before it
+#: matches too; that only makes the values be checked.)
+_LONE_SURROGATE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+#: A lone surrogate in decoded text (a valid pair decodes to one character outside the range).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Line breaks of JSON Lines (a raw CR or LF cannot occur inside a JSON string; U+2028 can).
+_JSON_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class _RepeatedKey(ValueError):
+    """A key that occurs twice in one JSON object."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that raises :class:`_RepeatedKey` instead of keeping the last value."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
+#: Parses JSON like ``json.loads``, but refuses an object that repeats a key.
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+class _Repeated(dict[str, Any]):
+    """An object that repeats a key (see :func:`_repeated_element`)."""
+
+
+def _repeated_element(text: str) -> int | None:
+    """Index of the first element of the JSON array ``text`` holding an object that repeats a
+    key (read again on that error only, to name the element)."""
+    def mark(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        return _Repeated(obj) if len(obj) != len(pairs) else obj
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, dict):
+            return isinstance(value, _Repeated) or any(holds(v) for v in value.values())
+        return isinstance(value, list) and any(holds(v) for v in value)
+
+    value = json.loads(text, object_pairs_hook=mark)
+    return next((i for i, item in enumerate(value) if holds(item)), None)
 
 
 def _read_text(path: Path, source: str) -> str:
@@ -323,41 +624,61 @@ def _read_text(path: Path, source: str) -> str:
 
 
 def _read_jsonl(path: Path, source: str, config: Config) -> pl.DataFrame:
+    text = _read_text(path, source)
+    suspect = _LONE_SURROGATE_ESCAPE.search(text) is not None
     objects: list[dict[str, Any]] = []
-    for number, line in enumerate(_read_text(path, source).splitlines(), start=1):
+    check: list[int] = []  # objects whose line may hold a lone surrogate
+    for number, line in enumerate(_JSON_LINE_BREAK.split(text), start=1):
         if not line.strip():
             continue  # blank lines (a trailing newline, say) are not records
         try:
-            value = json.loads(line)
+            value = _DECODER.decode(line)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"{source}: line {number}: invalid JSON: {exc.msg} (column {exc.colno})"
+            ) from exc
+        except _RepeatedKey as exc:
+            raise InputError(
+                f"{source}: line {number}: duplicate key {exc.key!r} in a JSON object"
             ) from exc
         if not isinstance(value, dict):
             raise InputError(
                 f"{source}: line {number}: expected a JSON object, got {json_kind(value)}"
             )
+        if suspect and _LONE_SURROGATE_ESCAPE.search(line):
+            check.append(len(objects))
         objects.append(value)
     if not objects:
         raise InputError(f"{source}: the file contains no records")
-    return _objects_frame(objects, source, config)
+    return _objects_frame(objects, source, config, check)
 
 
 def _read_json(path: Path, source: str, config: Config) -> pl.DataFrame:
-    objects = load_json_array(path, source)
-    return _objects_frame(objects, source, config)
+    text = _read_text(path, source)
+    objects = _json_array(text, source)
+    check = range(len(objects)) if _LONE_SURROGATE_ESCAPE.search(text) else range(0)
+    return _objects_frame(objects, source, config, check)
 
 
 def load_json_array(path: Path, source: str) -> list[dict[str, Any]]:
     """Parse a file holding one JSON array of objects (an empty array is an error)."""
-    text = _read_text(path, source)
+    return _json_array(_read_text(path, source), source)
+
+
+def _json_array(text: str, source: str) -> list[dict[str, Any]]:
     if not text.strip():
         raise InputError(f"{source}: the file is empty")
     try:
-        value = json.loads(text)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    except _RepeatedKey as exc:
+        where = _repeated_element(text)
+        raise InputError(
+            f"{source}: duplicate key {exc.key!r} in a JSON object"
+            + (f" (array element {where})" if where is not None else "")
         ) from exc
     if not isinstance(value, list):
         raise InputError(
@@ -374,11 +695,65 @@ def load_json_array(path: Path, source: str) -> list[dict[str, Any]]:
     return value
 
 
-def _objects_frame(objects: list[dict[str, Any]], source: str, config: Config) -> pl.DataFrame:
+def _objects_frame(
+    objects: list[dict[str, Any]], source: str, config: Config, check: Iterable[int]
+) -> pl.DataFrame:
+    """The frame of parsed JSON ``objects``; those listed in ``check`` are searched for text
+    that UTF-8 cannot encode and, where they hold some, become rows with a reader problem."""
     keys = list(dict.fromkeys(key for obj in objects for key in obj))
     renames = _require(keys, source, config)
+    objects, unreadable = _without_lone_surrogates(objects, renames, check)
     frame = json_columns(objects, {src: RECORD_SCHEMA[name] for src, name in renames.items()})
-    return _finish(frame, renames, source)
+    frame = _finish(frame, renames, source)
+    if unreadable.height:
+        frame = frame.join(unreadable, on=ROW_COLUMN, how="left", maintain_order="left")
+    return frame
+
+
+def _without_lone_surrogates(
+    objects: list[dict[str, Any]], renames: Mapping[str, str], check: Iterable[int]
+) -> tuple[list[dict[str, Any]], pl.DataFrame]:
+    """``objects`` with every canonical value that holds a lone surrogate set to null, and a
+    frame of ``row_number``, :data:`READER_PROBLEM` and :data:`READER_RAW` for those objects.
+
+    The problem names each such column (``response: text that cannot be encoded as UTF-8
+    (lone surrogate \\ud800)``); the raw text is the object's canonical values as JSON, a lone
+    surrogate written as its ``\\uXXXX`` escape.
+    """
+    order = {name: index for index, name in enumerate(RECORD_SCHEMA)}
+    columns = sorted(renames.items(), key=lambda item: order[item[1]])
+    rows: list[int] = []
+    problems: list[str] = []
+    raws: list[str] = []
+    cleaned = objects
+    for index in check:
+        obj = objects[index]
+        found = {}
+        for src, name in columns:
+            text = json.dumps(obj.get(src), ensure_ascii=False)
+            surrogate = _SURROGATE.search(text)
+            if surrogate is not None:
+                found[src] = (
+                    f"{name}: text that cannot be encoded as UTF-8 "
+                    f"(lone surrogate \\u{ord(surrogate.group()):04x})"
+                )
+        if not found:
+            continue
+        if cleaned is objects:
+            cleaned = list(objects)
+        cleaned[index] = {key: None if key in found else value for key, value in obj.items()}
+        rows.append(index)
+        problems.append("; ".join(found.values()))
+        raw = json.dumps(
+            {name: obj.get(src) for src, name in columns}, ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        raws.append(raw.encode("utf-8", "backslashreplace").decode("utf-8"))
+    unreadable = pl.DataFrame(
+        {ROW_COLUMN: rows, READER_PROBLEM: problems, READER_RAW: raws},
+        schema={ROW_COLUMN: pl.Int64(), **READER_SCHEMA},
+    )
+    return cleaned, unreadable
 
 
 def json_kind(value: object) -> str | None:
