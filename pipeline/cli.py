@@ -1,9 +1,10 @@
 """Command line: ``evaluate``, ``validate``, ``query``, ``export``, ``ingest-rgb`` and ``metrics``.
 
-Exit codes: 0 success; 1 ``validate`` found rows that would be rejected, or ``ingest-rgb`` set
-output rows aside; 2 bad input, bad configuration or a failing query (the message says which
-file and column); 3 ``compare``'s regression gate failed; 4 internal error (logged with its
-traceback).
+Exit codes: 0 success; 1 ``evaluate`` scored no row or rejected more than ``--max-rejected``
+of them (its outputs are written), ``validate`` found rows that would be rejected, or
+``ingest-rgb`` set output rows aside; 2 bad input, bad configuration, an output path that cannot
+be written or a failing query (one line that says which file and why); 3 ``compare``'s
+regression gate failed; 4 internal error (logged with its traceback).
 """
 
 from __future__ import annotations
@@ -20,12 +21,35 @@ import polars as pl
 from tqdm import tqdm
 
 from pipeline import __version__
-from pipeline.compare import DEFAULT_MAX_DROP, Gate, compare, write_comparison
+from pipeline.compare import (
+    DEFAULT_MAX_DROP,
+    DELTAS_FILE,
+    MISSING_FILE,
+    NEW_FILE,
+    REGRESSED_FILE,
+    Gate,
+    compare,
+    write_comparison,
+)
 from pipeline.config import Config, ConfigError, load_config
 from pipeline.embed.backends import EmbeddingBackendError
-from pipeline.evaluate import DEFAULT_BATCH_ROWS, evaluate, evaluate_spark, evaluate_to_store
+from pipeline.evaluate import (
+    DEFAULT_BATCH_ROWS,
+    evaluate,
+    evaluate_spark,
+    evaluate_to_store,
+    rejection_reasons,
+)
 from pipeline.export import export
 from pipeline.ingest_rgb import ingest_rgb
+from pipeline.io.atomic import (
+    OutputPathError,
+    check_output_dir,
+    check_output_file,
+    output_dir,
+    record_output,
+)
+from pipeline.io.layout import EXTRA_OUTPUTS_FILE
 from pipeline.logs import LOG_FORMATS, configure_logging
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
@@ -44,6 +68,10 @@ EXIT_ERROR = 2
 EXIT_GATE = 3
 EXIT_INTERNAL = 4
 EXIT_BUSY = 5
+#: Kinds of rejection reason the line of an ``evaluate`` run lists, most rows first.
+TOP_REASONS = 5
+#: What ``compare`` writes (recorded in RUN_B when written inside it, for the next run there).
+COMPARE_FILES = (DELTAS_FILE, REGRESSED_FILE, NEW_FILE, MISSING_FILE)
 #: Metrics ``compare`` prints (every metric is in its Parquet output).
 HEADLINE_DELTAS = ("answer_em", "answer_f1", "citation_f1", "faithfulness", "overlap",
                    "abstained", "rgb_correct")
@@ -92,8 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-stats", action="store_true",
                     help="skip bootstrap intervals and paired comparisons (docs/statistics.md)")
     ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
-    ev.add_argument("--batch-rows", type=int, default=None,
+    ev.add_argument("--batch-rows", type=_positive, default=None,
                     help="most rows scored per batch (fewer for long texts)")
+    ev.add_argument("--max-rejected", type=_fraction, metavar="FRACTION",
+                    help="exit 1 when more than this share (0 to 1) of the rows read is "
+                         "rejected (default: no limit; a run that scores no row always exits "
+                         "1); the outputs are written either way, to inspect")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument("--embedding-backend", metavar="SPEC",
                     help="minilm (default), static (fast screening, docs/embeddings.md), hashed, "
@@ -107,9 +139,13 @@ def _parser() -> argparse.ArgumentParser:
     va = sub.add_parser("validate", help="check input files without scoring them")
     add_inputs(va)
 
-    qu = sub.add_parser("query", help="run SQL against the views of an output directory")
+    qu = sub.add_parser("query", help="run SQL against the views of an output directory",
+                        description="Run one read-only SQL statement against the views of DIR. "
+                        "It reads only the files under DIR and writes nothing: COPY, ATTACH, "
+                        "INSTALL, LOAD, writes, settings and several statements are refused "
+                        "with exit 2 (docs/query-security.md).")
     qu.add_argument("dir", type=Path, help="output directory of an evaluate run, or a store")
-    qu.add_argument("sql", help='SQL, e.g. "select * from by_model"')
+    qu.add_argument("sql", help='one SQL statement, e.g. "select * from by_model"')
     qu.add_argument("--run", metavar="RUN",
                     help="store: the run every view reads ('all': every run; default: latest)")
     qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -124,6 +160,11 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("dir", type=Path, help="output directory of an evaluate run")
     ex.add_argument("--format", choices=("tsv", "csv", "parquet"), default="tsv")
     ex.add_argument("--out", type=Path, help="target file (default: DIR/export.FORMAT)")
+    ex.add_argument("--no-neutralize-formulas", dest="neutralize_formulas",
+                    action="store_false",
+                    help="csv/tsv: write text cells that start with = + - @ tab or carriage "
+                         "return unchanged (default: put ' before them so a spreadsheet shows "
+                         "them as text instead of running them as formulas)")
 
     rg = sub.add_parser("ingest-rgb", help="build evaluation records from RGB benchmark files")
     rg.add_argument("--data", required=True, type=Path, metavar="FILE",
@@ -201,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreBusyError as exc:
         log.error("%s", exc)
         return EXIT_BUSY
-    except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError) as exc:
+    except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError,
+            OutputPathError) as exc:
         if args.log_format == "json":
             log.error("%s", exc)
         else:
@@ -216,6 +258,23 @@ def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
     return value
 
 
@@ -241,10 +300,14 @@ def _require_inputs(args: argparse.Namespace) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     _require_inputs(args)
     config = _config(args)
+    if args.cache_dir is not None:
+        check_output_dir(args.cache_dir)
     if args.engine == "spark" or args.store is not None:
         return _evaluate_store(args, config)
     if args.run_id or args.force or args.lock_wait:
         raise ConfigError("--run-id, --force and --lock-wait apply to --store runs only")
+    if args.report is not None:  # before the run, which checks --out itself
+        check_output_file(args.report)
     with _progress_bars(args.no_progress) as progress:
         summary = evaluate(
             args.input, args.out, config,
@@ -260,15 +323,53 @@ def _evaluate(args: argparse.Namespace) -> int:
         f"-> {summary.out_dir}"
     )
     if summary.n_rejected:
-        print(f"rejected rows and reasons: {summary.out_dir / 'rejected.parquet'}")
+        _print_rejections(summary.rejected_files)
     _print_headline(summary.out_dir)
     if args.report is not None:
         from pipeline.report import write_report
 
         with phase("report"):
             report = write_report(summary.out_dir, args.report)
+        record_output(summary.out_dir, EXTRA_OUTPUTS_FILE, [report])
         print(f"\nreport: {report}")
-    return EXIT_OK
+    return _run_outcome(args, summary.n_read, summary.n_scored, summary.n_rejected)
+
+
+def _print_rejections(files: str | Path) -> None:
+    """The kinds of rejection reason with the most rows (values masked), and where the rows
+    and their full reasons are."""
+    reasons = rejection_reasons(files)
+    print("rejected rows by reason:")
+    for reason, rows in reasons.head(TOP_REASONS).iter_rows():
+        print(f"{rows:>9}  {reason}")
+    rest = reasons.slice(TOP_REASONS)
+    if rest.height:
+        kinds = "1 other reason" if rest.height == 1 else f"{rest.height} other reasons"
+        print(f"{rest['rows'].sum():>9}  ({kinds})")
+    print(f"rejected rows and reasons: {files}")
+
+
+def _run_outcome(args: argparse.Namespace, n_read: int, n_results: int, n_rejected: int) -> int:
+    """EXIT_REJECTED (with one line on stderr) when a run has no row with scores
+    (``n_results``) or rejected more than ``--max-rejected`` of the rows it read."""
+    if n_results == 0:
+        failure = f"no row was scored ({n_rejected} of {n_read} rows rejected)"
+    elif args.max_rejected is not None and n_rejected / n_read > args.max_rejected:
+        failure = (
+            f"{n_rejected} of {n_read} rows rejected ({n_rejected / n_read:.2%}), more than "
+            f"--max-rejected {args.max_rejected:g}"
+        )
+    else:
+        return EXIT_OK
+    _print_error(args, f"{failure}; the outputs are written")
+    return EXIT_REJECTED
+
+
+def _print_error(args: argparse.Namespace, message: str) -> None:
+    if args.log_format == "json":
+        log.error("%s", message)
+    else:
+        print(f"error: {message}", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -307,6 +408,7 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
     if args.report is not None:
         raise ConfigError("--report needs an --out directory; for a store run use "
                           "`rag-eval report` on an --out run")
+    check_output_dir(args.store)
     if args.engine == "spark":
         if args.pair:
             raise ConfigError("--engine spark reads Parquet --input files only, not --pair")
@@ -326,8 +428,11 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
         f"run {summary.run_id}: read {summary.n_read} rows: scored {summary.n_scored}, "
         f"reused {summary.n_reused}, rejected {summary.n_rejected} -> {summary.run_dir}"
     )
+    if summary.n_rejected:
+        _print_rejections(summary.rejected_files)
     _print_headline(args.store)
-    return EXIT_OK
+    return _run_outcome(args, summary.n_read, summary.n_scored + summary.n_reused,
+                        summary.n_rejected)
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -360,10 +465,12 @@ def _gate(args: argparse.Namespace) -> Gate:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    check_output_dir(args.out or args.run_b / "compare")
     comparison = compare(args.run_a, args.run_b, gate=_gate(args), force=args.force,
                          resamples=args.resamples, seed=args.seed)
-    out = args.out or args.run_b / "compare"
+    out = output_dir(args.out or args.run_b / "compare")
     write_comparison(comparison, out)
+    record_output(args.run_b, EXTRA_OUTPUTS_FILE, [out / name for name in COMPARE_FILES])
     overall = comparison.deltas.filter(pl.col("slice") == "all")
     headline = overall.filter(pl.col("metric").is_in(list(HEADLINE_DELTAS))).sort("model", "metric")
     _print_frame(headline.select("model", "metric", "n_pairs", "mean_a", "mean_b", "delta",
@@ -385,10 +492,13 @@ def _compare(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pipeline.report import write_report
 
+    check_output_file(args.out)
     diff = None
     if args.compare is not None:
         diff = compare(args.compare, args.dir, force=args.force).deltas
-    print(f"report: {write_report(args.dir, args.out, diff=diff)}")
+    report = write_report(args.dir, args.out, diff=diff)
+    record_output(args.dir, EXTRA_OUTPUTS_FILE, [report])
+    print(f"report: {report}")
     return EXIT_OK
 
 
@@ -425,7 +535,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     target = args.out or args.dir / f"export.{args.format}"
-    rows = export(args.dir, target, args.format)
+    rows = export(args.dir, target, args.format, neutralize=args.neutralize_formulas)
     print(f"wrote {rows} rows to {target}")
     return EXIT_OK
 

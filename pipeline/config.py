@@ -344,7 +344,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         overall = "my_overall.toml"
 
         [compat]                   # reproduce a replaced tool exactly (docs/compat.md)
-        preset = "rgb-app"         # or "enhanced-framework", "hotpot-gen", "intellidocu", "core-rag"
+        preset = "rgb-app"         # enhanced-framework, rgb-app, hotpot-gen, intellidocu, core-rag
 
     Without a file (or without ``[embedding] cache_dir``) the embedding cache lives in
     :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.

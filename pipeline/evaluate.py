@@ -10,7 +10,6 @@ abort, views), and add the statistics (:mod:`pipeline.stats`) and the DuckDB vie
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +28,19 @@ from pipeline.engines.local import (  # noqa: F401 - re-exported: the batching r
     stream_scores,
 )
 from pipeline.engines.spark import SparkEngine
-from pipeline.io.atomic import atomic_path
+from pipeline.io.atomic import (
+    WORK_PREFIX,
+    atomic_path,
+    clear_outputs,
+    output_dir,
+    owned_name,
+    remove_stale,
+)
 from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the driver
+    DERIVED_FILES,
+    EXTRA_OUTPUTS_FILE,
     MODEL_PARTITION,
+    REJECTED_DIR,
     REJECTED_FILE,
     SCORES_DIR,
     SCORES_FILE,
@@ -51,6 +60,39 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Values inside a rejection reason that differ from row to row (quoted text, lists, numbers),
+#: masked by :func:`reason_kind`.
+_REASON_VALUES = (
+    (r'"(?:[^"\\]|\\.)*"', '"..."'),
+    (r"'[^']*'", "'...'"),
+    (r"\[[^\]]*\]", "[...]"),
+    (r"\b[0-9]+(?:\.[0-9]+)?\b", "N"),
+)
+
+
+def reason_kind(reason: pl.Expr) -> pl.Expr:
+    """A rejection reason with the values that differ from row to row masked (``"..."``,
+    ``'...'``, ``[...]``, ``N``): the kind of problem, for counting rows by it.
+
+    >>> pl.select(reason_kind(pl.lit("duplicate id 'q7' (first at row 3)"))).item()
+    "duplicate id '...' (first at row N)"
+    """
+    for pattern, mask in _REASON_VALUES:
+        reason = reason.str.replace_all(pattern, mask)
+    return reason
+
+
+def rejection_reasons(rejected: str | Path) -> pl.DataFrame:
+    """Rows of the rejected-rows file(s) ``rejected`` (a path or glob) by kind of reason
+    (:func:`reason_kind`): ``reason`` and ``rows``, most rows first, then by reason."""
+    return (
+        pl.scan_parquet(rejected, hive_partitioning=False)
+        .group_by(reason_kind(pl.col("reason").fill_null("")).alias("reason"))
+        .agg(pl.len().cast(pl.Int64).alias("rows"))
+        .sort(["rows", "reason"], descending=[True, False])
+        .collect()
+    )
+
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -61,6 +103,11 @@ class RunSummary:
     n_rejected: int
     metrics: tuple[str, ...]
     out_dir: Path
+
+    @property
+    def rejected_files(self) -> Path:
+        """The rejected rows of the run, with their reasons."""
+        return self.out_dir / REJECTED_FILE
 
 
 def evaluate(
@@ -84,9 +131,16 @@ def evaluate(
     ``resamples`` and ``seed`` drive the bootstrap intervals and paired comparisons of
     :func:`pipeline.stats.write_stats` (per-question sums in bounded memory), which
     ``stats=False`` skips.
+
+    ``out_dir`` holds one run: when the new scores are in place, what an earlier run made of
+    its scores (statistics, views, the files listed in :data:`EXTRA_OUTPUTS_FILE`) is gone,
+    and only what this run writes comes back. Temporary files of killed runs into ``out_dir``
+    are removed first (:func:`pipeline.io.atomic.remove_stale`). An ``out_dir`` that is a file
+    or cannot be written raises :class:`pipeline.io.atomic.OutputPathError`.
     """
     specs = resolve_metrics(config.metrics)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(out_dir)
+    remove_stale(out_dir)
     schema = BatchScorer.for_config(config, specs=specs).output_schema
     with (
         atomic_path(out_dir / SCORES_FILE) as scores_tmp,
@@ -97,10 +151,13 @@ def evaluate(
     ):
         result, _ = stream_scores(
             inputs, pairs, config, specs,
-            work_dir=out_dir / f".work-{uuid.uuid4().hex[:8]}",
+            work_dir=out_dir / owned_name(WORK_PREFIX),
             sink=writer, rejected_target=rejected_tmp, texts_target=texts_tmp,
             batch_rows=batch_rows, on_progress=on_progress,
         )
+        # The new files replace the old ones when this block ends; what the old scores made
+        # goes first, so that no moment mixes two runs.
+        clear_outputs(out_dir, DERIVED_FILES, EXTRA_OUTPUTS_FILE)
     log.info(
         "read %d rows: %d scored, %d rejected; %d metrics", result.n_read, result.n_scored,
         result.n_rejected, len(specs),
@@ -132,6 +189,11 @@ class StoreRunSummary:
     n_rejected: int
     metrics: tuple[str, ...]
     reused_from: str | None
+
+    @property
+    def rejected_files(self) -> str:
+        """The rejected rows of the run, with their reasons (a Parquet glob)."""
+        return (self.run_dir / REJECTED_DIR / "*.parquet").as_posix()
 
 
 def evaluate_to_store(

@@ -4,6 +4,12 @@ One row per scored input row: the key columns, the question, reference and respo
 ``texts.parquet``), every metric, feedback text and flag of ``scores.parquet``. List columns
 (``bias_categories``, ``suggestions``) are joined with ``"; "``; ``row_hash`` is written as hex
 in the text formats. Written atomically.
+
+The text formats are opened in spreadsheets, and a cell that starts with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return runs there as a formula; model output is untrusted. So by
+default every string cell of a CSV or TSV export (list columns after joining) that starts with
+one of :data:`FORMULA_TRIGGERS` gets a ``'`` in front, the rule of OWASP's "CSV Injection"
+page; numbers are not strings and stay as they are. Parquet is written unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from pipeline.schema import InputError
 
 FORMATS = ("tsv", "csv", "parquet")
 _JOIN = "; "
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV Injection).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+#: What a neutralized cell starts with: spreadsheets show the rest as text.
+FORMULA_ESCAPE = "'"
 
 
 def export_table(out_dir: Path) -> pl.DataFrame:
@@ -45,8 +55,31 @@ def flatten_lists(table: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def export(out_dir: Path, target: Path, fmt: str = "tsv") -> int:
-    """Write the export of ``out_dir`` to ``target`` in ``fmt``; return the number of rows."""
+def neutralized(column: str) -> pl.Expr:
+    """The string column ``column`` with :data:`FORMULA_ESCAPE` before every cell that starts
+    with one of :data:`FORMULA_TRIGGERS`; other cells and nulls unchanged.
+
+    >>> pl.DataFrame({"r": ["=1+1", "ok", "-2", None]}).select(neutralized("r"))["r"].to_list()
+    ["'=1+1", 'ok', "'-2", None]
+    """
+    cell = pl.col(column)
+    starts = pl.any_horizontal(*(cell.str.starts_with(t) for t in FORMULA_TRIGGERS))
+    return pl.when(starts).then(pl.lit(FORMULA_ESCAPE) + cell).otherwise(cell).alias(column)
+
+
+def neutralize_formulas(table: pl.DataFrame) -> pl.DataFrame:
+    """``table`` with every string column :func:`neutralized`; other columns unchanged."""
+    strings = [name for name, dtype in table.schema.items() if dtype == pl.String]
+    return table.with_columns(*(neutralized(name) for name in strings))
+
+
+def export(
+    out_dir: Path, target: Path, fmt: str = "tsv", *, neutralize: bool = True
+) -> int:
+    """Write the export of ``out_dir`` to ``target`` in ``fmt``; return the number of rows.
+
+    ``neutralize`` (text formats only) applies :func:`neutralize_formulas`.
+    """
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     table = export_table(out_dir)
@@ -55,5 +88,8 @@ def export(out_dir: Path, target: Path, fmt: str = "tsv") -> int:
         if fmt == "parquet":
             table.write_parquet(tmp)
         else:
-            flatten_lists(table).write_csv(tmp, separator="\t" if fmt == "tsv" else ",")
+            text = flatten_lists(table)
+            if neutralize:
+                text = neutralize_formulas(text)
+            text.write_csv(tmp, separator="\t" if fmt == "tsv" else ",")
     return table.height

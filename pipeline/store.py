@@ -54,9 +54,18 @@ import duckdb
 
 from pipeline import __version__
 from pipeline.config import Config
-from pipeline.io.atomic import atomic_path
+from pipeline.io.atomic import (
+    TMP_PREFIX,
+    atomic_path,
+    clear_outputs,
+    output_dir,
+    owned_name,
+    remove_stale,
+)
 from pipeline.io.layout import (
     COMPARISONS_FILE,
+    DERIVED_FILES,
+    EXTRA_OUTPUTS_FILE,
     FAILED_DIR,
     INTERVALS_FILE,
     LOCK_FILE,
@@ -136,7 +145,7 @@ def _now() -> str:
 
 
 def _write_json_atomic(data: Mapping[str, Any], target: Path) -> None:
-    tmp = target.with_name(f".tmp-{target.name}.{uuid.uuid4().hex}")
+    tmp = target.with_name(owned_name(TMP_PREFIX, target.name))
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=2, sort_keys=True, default=str)
         handle.write("\n")
@@ -182,8 +191,10 @@ class Store:
         """Hold the store's exclusive write lock; wait up to ``wait_seconds`` for it.
 
         On entry, staging directories left by dead writers are removed (:meth:`recover`).
+        A root that is a file or cannot be written raises
+        :class:`pipeline.io.atomic.OutputPathError`.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
+        output_dir(self.root)
         path = self.root / LOCK_FILE
         handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
         try:
@@ -213,13 +224,16 @@ class Store:
             handle.close()  # releases the flock
 
     def recover(self) -> list[Path]:
-        """Remove staging directories of runs that never committed (call with the lock held)."""
+        """Remove staging directories of runs that never committed (call with the lock held),
+        and the temporary files that killed processes left in the root (the views' database)
+        and in ``_failed/`` (:func:`pipeline.io.atomic.remove_stale`: only those whose process
+        is gone, since readers may build the views without the lock)."""
         staging = self.root / STAGING_DIR
         removed = sorted(staging.iterdir()) if staging.is_dir() else []
         for path in removed:
             log.warning("removing %s: a run that never committed (crashed or killed)", path)
             shutil.rmtree(path, ignore_errors=True)
-        return removed
+        return [*removed, *remove_stale(self.root), *remove_stale(self.root / FAILED_DIR)]
 
     def begin(self, run_id: str, manifest: Mapping[str, Any]) -> StagedRun:
         """Start run ``run_id`` in a fresh staging directory (call with the lock held)."""
@@ -338,7 +352,9 @@ def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
     """Copy a committed run into a plain output directory (``scores.parquet``, ``texts.parquet``,
     ``rejected.parquet``, statistics, views), so ``report``, ``compare``, ``export`` and
     ``stats`` work on it; ``run_id`` None takes the latest run. DuckDB streams the copies, each
-    file written atomically. Returns ``out_dir``.
+    file written atomically. What an earlier run left in ``out_dir`` and this one does not
+    write again (statistics, the files of :data:`EXTRA_OUTPUTS_FILE`) is removed first, with
+    the temporary files of killed runs. Returns ``out_dir``.
     """
     store = Store(Path(store_root))
     manifests = store.manifests()
@@ -350,7 +366,9 @@ def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
     if not (run_dir / MANIFEST_FILE).is_file():
         known = ", ".join(m["run_id"] for m in manifests)
         raise InputError(f"{store.root}: no committed run {run_id!r}; runs: {known}")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(out_dir)
+    remove_stale(out_dir)
+    clear_outputs(out_dir, DERIVED_FILES, EXTRA_OUTPUTS_FILE)
     scores = (run_dir / SCORES_DIR / "model=*" / "*.parquet").as_posix()
     order = ", ".join(KEY_COLUMNS)
     copies = {

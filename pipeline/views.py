@@ -27,6 +27,11 @@ edited.
 The database is written atomically (into a temporary sibling, then renamed) with DuckDB's
 storage compatibility set to :data:`STORAGE_COMPATIBILITY`, so older clients such as the 1.x
 ``duckdb`` CLI can open it as well.
+
+:func:`run_query` (``rag-eval query``) runs one statement on a connection that opens the
+database read-only, reads only the files under the directory and cannot change that
+(:func:`connect_restricted`); ``docs/query-security.md`` states what it can read and why it
+cannot write. :func:`connect` is the unrestricted read-only connection for trusted code.
 """
 
 from __future__ import annotations
@@ -79,6 +84,32 @@ _MANIFEST_COLUMNS = (
 #: Hive partition of a store's runs and the manifest file of each (see :mod:`pipeline.store`).
 _RUN = RUN_PARTITION
 _MANIFEST = MANIFEST_FILE
+#: Statement types :func:`run_query` runs: reads (``select``, and ``describe``, ``show``,
+#: ``summarize``, which DuckDB parses as selects) and ``set`` (``set variable``; every setting
+#: but :data:`QUERY_SETTINGS` is locked). ``explain`` is not among them: ``explain analyze``
+#: runs the statement it explains, ``copy ... to`` included.
+QUERY_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.SET})
+#: Settings a query may change after :func:`connect_restricted` has locked the configuration.
+QUERY_SETTINGS: tuple[str, ...] = ("threads",)
+#: Why a statement type is refused, where more can be said than "it is not a read".
+_REFUSED_REASONS: dict[str, str] = {
+    "COPY": "COPY writes or reads files",
+    "COPY_DATABASE": "COPY FROM DATABASE writes a database",
+    "EXPORT": "EXPORT DATABASE writes files",
+    "ATTACH": "ATTACH opens another database",
+    "DETACH": "DETACH closes a database",
+    "LOAD": "INSTALL and LOAD add extensions",
+    "EXPLAIN": "EXPLAIN ANALYZE runs the statement it explains",
+    "PRAGMA": "a pragma can change settings or run other statements",
+    "CALL": "use select * from FUNCTION() instead",
+    "CREATE": "it writes to the database",
+    "INSERT": "it writes to the database",
+    "UPDATE": "it writes to the database",
+    "DELETE": "it writes to the database",
+    "DROP": "it writes to the database",
+    "ALTER": "it writes to the database",
+    "MERGE_INTO": "it writes to the database",
+}
 #: Oldest DuckDB release whose storage format the database is written in (``duckdb>=1.1``).
 STORAGE_COMPATIBILITY = "v1.1.0"
 
@@ -111,6 +142,16 @@ _DUCKDB_TYPES: dict[type[pl.DataType], str] = {
     pl.Int64: "bigint", pl.UInt8: "utinyint", pl.UInt16: "usmallint", pl.UInt32: "uinteger",
     pl.UInt64: "ubigint", pl.Float32: "float", pl.Float64: "double", pl.String: "varchar",
 }
+
+
+class QueryRefused(InputError):
+    """A statement :func:`run_query` does not run; the message says why.
+
+    An :class:`~pipeline.schema.InputError`, so the CLI reports it on one line with exit 2.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"query refused: {message}")
 
 
 class ViewBuildError(InputError):
@@ -453,13 +494,8 @@ def _built_for(db: Path) -> str | None:
     return None if row is None else str(row[0])
 
 
-def connect(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to ``out_dir/eval.duckdb``; close it when done.
-
-    Builds the database first when it is missing or was built for another directory (the
-    output directory was moved or copied), so its views always read ``out_dir``'s files.
-    """
-    out_dir = Path(out_dir).resolve()
+def _database(out_dir: Path) -> Path:
+    """``out_dir/eval.duckdb``, built first when missing or built for another directory."""
     _require_outputs(out_dir)
     db = out_dir / DB_FILE
     if not db.exists():
@@ -470,20 +506,87 @@ def connect(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
         if built_for != out_dir.as_posix():
             log.warning("%s was built for %s; rebuilding its views", db, built_for)
             build_views(out_dir)
-    return duckdb.connect(str(db), read_only=True)
+    return db
+
+
+def connect(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to ``out_dir/eval.duckdb``, for trusted code; close it when done.
+
+    Builds the database first when it is missing or was built for another directory (the
+    output directory was moved or copied), so its views always read ``out_dir``'s files. The
+    connection can still read and write files anywhere (``COPY``, ``ATTACH`` another run):
+    SQL that a person types goes through :func:`run_query`, which uses
+    :func:`connect_restricted`.
+    """
+    return duckdb.connect(str(_database(Path(out_dir).resolve())), read_only=True)
+
+
+def connect_restricted(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to ``out_dir/eval.duckdb`` that reads only the files of ``out_dir``.
+
+    DuckDB's own settings, in this order (``allowed_directories`` cannot be given at connect
+    time, and the lock must come last): the database is opened read-only with extension
+    auto-install and auto-load off;
+    ``allowed_directories`` is ``out_dir`` alone; ``enable_external_access`` is off, so no file
+    outside it, no URL and no extension can be reached; ``allowed_configs`` names the settings a
+    statement may still change (:data:`QUERY_SETTINGS`); ``lock_configuration`` freezes the rest.
+    An allowed directory is writable too (``COPY ... TO`` into it succeeds on DuckDB 2.0), so
+    :func:`run_query` also refuses every statement type but :data:`QUERY_STATEMENTS`.
+    """
+    out_dir = Path(out_dir).resolve()
+    con = duckdb.connect(
+        str(_database(out_dir)), read_only=True,
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    )
+    try:
+        # The trailing slash keeps a sibling such as ``out_dir-old`` outside the prefix.
+        con.execute(f"set allowed_directories = [{_literal(out_dir.as_posix().rstrip('/') + '/')}]")
+        con.execute("set enable_external_access = false")
+        con.execute(f"set allowed_configs = [{', '.join(map(_literal, QUERY_SETTINGS))}]")
+        con.execute("set lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise :class:`QueryRefused` unless ``sql`` is exactly one statement of an allowed type."""
+    statements = con.extract_statements(sql)
+    if len(statements) != 1:
+        raise QueryRefused(
+            f"{len(statements)} SQL statements given; a query runs exactly one statement"
+        )
+    kind = statements[0].type
+    if kind not in QUERY_STATEMENTS:
+        reason = _REFUSED_REASONS.get(kind.name, "it is not a read")
+        raise QueryRefused(
+            f"{kind.name} statements are not allowed ({reason}); a query is one select, "
+            "describe, show, summarize or set statement"
+        )
 
 
 def run_query(out_dir: str | Path, sql: str, run: str | None = None) -> pl.DataFrame:
-    """The result of ``sql`` run against the views of ``out_dir`` (an empty frame if none).
+    """The result of one statement ``sql`` run against the views of ``out_dir``.
 
-    In a results store, ``run`` picks the run the views read (``'all'``: every run; default:
-    the latest committed run).
+    An empty frame when the statement returns nothing (``set variable``). In a results store,
+    ``run`` picks the run the views read (``'all'``: every run; default: the latest committed
+    run). The statement runs on :func:`connect_restricted`: it reads the files of ``out_dir``
+    and nothing else, and writes nothing. :class:`QueryRefused` (an
+    :class:`~pipeline.schema.InputError`) says why a statement was refused; other SQL errors
+    are DuckDB's own exceptions. ``docs/query-security.md`` states the rules.
     """
-    con = connect(out_dir)
+    out_dir = Path(out_dir).resolve()
+    con = connect_restricted(out_dir)
     try:
+        _one_statement(con, sql)
         if run is not None:
             con.execute(f"set variable {_RUN} = {_literal(run)}")
-        relation = con.sql(sql)
-        return pl.DataFrame() if relation is None else relation.pl()
+        try:
+            relation = con.sql(sql)
+            return pl.DataFrame() if relation is None else relation.pl()
+        except duckdb.PermissionException as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise QueryRefused(f"{message} (a query reads only files under {out_dir})") from exc
     finally:
         con.close()

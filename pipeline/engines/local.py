@@ -38,7 +38,7 @@ from pipeline.config import Config
 from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
-from pipeline.io.partitioned import PartitionedWriter
+from pipeline.io.partitioned import PartitionedWriter, partition_dir
 from pipeline.io.readers import parquet_keys_unique
 from pipeline.io.sql import sql_string
 from pipeline.metrics.registry import MetricSpec
@@ -179,8 +179,10 @@ def stream_scores(
     ``previous_corpus`` (the previous run's :meth:`CorpusStats.digest`).
 
     Writes scores into ``sink``, rejected rows to ``rejected_target`` and the texts behind the
-    scores to ``texts_target`` (both complete files, written by DuckDB or polars into
-    temporary paths the caller renames). ``work_dir`` holds intermediate files; it is removed.
+    scores to ``texts_target`` (both complete files in input order, file then row, written by
+    DuckDB or polars into temporary paths the caller renames); scores come in the same order,
+    so identical runs write the same rows in the same order. ``work_dir`` holds intermediate
+    files; it is removed.
     ``on_progress(stage, rows)`` reports rows read and validated (``"reading"``) and rows
     scored or reused (``"scoring"``), for progress bars.
     """
@@ -431,7 +433,15 @@ def _split(
     sources = [str(path) for path in inputs] + [str(pred) for pred, _ in pairs]
     _write_rejected(db, first.rejected, raw_path if n_duplicates else None, sources,
                     rejected_target)
-    _copy(db, f"select {', '.join(TEXT_COLUMNS)} from kept", texts_target)
+    # In input order (file, then row), as the single pass writes them: the scan of the work
+    # file runs on several threads, so without the sort the order changes from run to run.
+    _copy(
+        db,
+        f"select {', '.join(f'k.{name}' for name in TEXT_COLUMNS)} from kept k "
+        f"left join ({_positions_sql(sources)}) files using (source) "
+        "order by files.position, k.source, k.row_number",
+        texts_target,
+    )
     log.debug("rejected rows and texts written")
     positions = {source: position for position, source in enumerate(sources)}
     duplicates = db.sql("select source, row_number from duplicates").pl() if n_duplicates else None
@@ -486,15 +496,19 @@ def _write_duplicate_raw(
             writer.write_table(part.to_arrow().cast(schema))
 
 
+def _positions_sql(sources: Sequence[str]) -> str:
+    """A relation of ``source`` and its ``position`` in the run, to sort rows in input order."""
+    return " union all ".join(
+        f"select '{sql_string(source)}' as source, {position} as position"
+        for position, source in enumerate(sources)
+    ) or "select null::varchar as source, 0 as position where false"
+
+
 def _write_rejected(
     db: duckdb.DuckDBPyConnection, rejected: Path, duplicate_raw: Path | None,
     sources: Sequence[str], target: Path,
 ) -> None:
     """Rows rejected in pass 1 and duplicate keys, in input order (file, then row)."""
-    order = " union all ".join(
-        f"select '{sql_string(source)}' as source, {position} as position"
-        for position, source in enumerate(sources)
-    ) or "select null::varchar as source, 0 as position where false"
     duplicates = ""
     if duplicate_raw is not None:
         duplicates = f"""union all
@@ -509,8 +523,8 @@ def _write_rejected(
             select * from read_parquet('{_sql_path(rejected)}', hive_partitioning = false)
             {duplicates}
         ) rejected
-        left join ({order}) files using (source)
-        order by files.position, rejected.row_number""",
+        left join ({_positions_sql(sources)}) files using (source)
+        order by files.position, rejected.source, rejected.row_number""",
         target,
     )
 
@@ -640,6 +654,11 @@ class LocalEngine:
             )
         finally:
             sink.close()
+        if sink.rows == 0:  # every row rejected: an empty file keeps the run's scores readable
+            empty = run_dir / SCORES_DIR / partition_dir(MODEL_PARTITION, None)
+            empty.mkdir(parents=True, exist_ok=True)
+            pq.write_table(sink.schema.empty_table(), empty / "part-0.parquet",
+                           compression="zstd")
         return EngineRun(
             n_read=result.n_read, n_scored=result.n_scored, n_reused=result.n_reused,
             n_rejected=result.n_rejected, corpus_digest=scorer.stats.digest(),

@@ -1,18 +1,203 @@
 """Atomic output: write to a temporary sibling, fsync, then ``os.replace`` onto the target.
 
 A crash at any point leaves either the previous file or the complete new one, never a partial
-result. Temporary files carry a ``.tmp-`` prefix and are removed on failure.
+result. Temporary files carry a ``.tmp-`` prefix and are removed on failure; a process killed
+before it could remove them leaves them behind. Their names (and those of the engines' ``.work-``
+directories, :func:`owned_name`) carry the process id and host of their writer, so the next run
+removes them once that process is provably gone (:func:`remove_stale`), and never a live
+writer's or a file it did not name.
+
+Output paths that cannot be written (a directory given as a file, a file given as a
+directory, no write permission) raise :class:`OutputPathError`, a user error with a one-line
+message, before any work is done where the caller checks them first (:func:`output_dir`,
+:func:`check_output_file`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-import tempfile
-from collections.abc import Iterator
+import re
+import shutil
+import socket
+import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
+
+log = logging.getLogger(__name__)
+
+TMP_PREFIX = ".tmp-"
+WORK_PREFIX = ".work-"
+#: ``<prefix>[<name>.]<pid>@<host>.<8 hex>``, with the suffixes DuckDB adds to a database file.
+_OWNED = re.compile(
+    r"^(?:\.tmp-.+\.|\.work-)(?P<pid>[0-9]+)@(?P<host>[A-Za-z0-9-]+)\.[0-9a-f]{8}"
+    r"(?:\.wal|\.tmp)?$"
+)
+
+
+class OutputPathError(ValueError):
+    """An output path the user gave cannot be written (one line: the path and why)."""
+
+
+def _host() -> str:
+    """This machine's name with anything but letters, digits and ``-`` replaced by ``-``."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "localhost"
+
+
+def owned_name(prefix: str, name: str = "") -> str:
+    """A unique temporary name that records its writer: ``<prefix><name>.<pid>@<host>.<8 hex>``
+    (``<prefix><pid>@<host>.<8 hex>`` without ``name``).
+
+    >>> import os
+    >>> owned_name(".tmp-", "a.parquet").startswith(f".tmp-a.parquet.{os.getpid()}@")
+    True
+    """
+    middle = f"{name}." if name else ""
+    return f"{prefix}{middle}{os.getpid()}@{_host()}.{uuid.uuid4().hex[:8]}"
+
+
+def _writer_gone(name: str) -> bool:
+    """True when ``name`` is an owned temporary name whose writer, on this host, has exited.
+
+    A name from another host, in another format, or whose process id answers a signal (a live
+    process, possibly of another user) is never stale.
+    """
+    match = _OWNED.match(name)
+    if match is None or match["host"] != _host():
+        return False
+    pid = int(match["pid"])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    return False
+
+
+def remove_stale(directory: Path) -> list[Path]:
+    """Remove the ``.tmp-*`` files and ``.work-*`` directories in ``directory`` left by
+    processes of this host that are no longer alive; return what was removed."""
+    removed: list[Path] = []
+    if not directory.is_dir():
+        return removed
+    for path in sorted(directory.iterdir()):
+        if not path.name.startswith((TMP_PREFIX, WORK_PREFIX)) or not _writer_gone(path.name):
+            continue
+        log.warning("removing %s: left by a run that was killed", path)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _writable_ancestor(directory: Path, target: Path) -> Path:
+    """The nearest existing ancestor of ``directory`` (or itself), where ``target`` is to be
+    written: it must be a writable directory."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    detail = "" if existing == target else f" (output path {target})"
+    if not existing.is_dir():
+        raise OutputPathError(f"{existing} is a file, not a directory{detail}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{existing} is not writable{detail}")
+    return existing
+
+
+def check_output_dir(path: Path) -> Path:
+    """Raise :class:`OutputPathError` unless ``path`` is, or can be created as, a writable
+    directory; create nothing."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputPathError(f"{path} is a file, not a directory")
+    _writable_ancestor(path, path)
+    return path
+
+
+def output_dir(path: Path) -> Path:
+    """Create the directory ``path`` (with its parents) and return it, or raise
+    :class:`OutputPathError` when it is a file or cannot be written."""
+    path = check_output_dir(Path(path))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a race or a file system that refuses (read-only, quota)
+        raise OutputPathError(f"cannot create the directory {path}: {exc.strerror}") from exc
+    return path
+
+
+def check_output_file(target: Path) -> Path:
+    """Raise :class:`OutputPathError` unless ``target`` can be written as a file; create
+    nothing."""
+    target = Path(target)
+    if target.is_dir():
+        raise OutputPathError(f"{target} is a directory; give a file path")
+    _writable_ancestor(target.parent, target)
+    return target
+
+
+def clear_outputs(directory: Path, names: Iterable[str], record: str) -> list[Path]:
+    """Remove the files ``names`` from ``directory``, then the files its ``record`` lists (one
+    path relative to ``directory`` per line, written by :func:`record_output`) and the record
+    itself; return what was removed.
+
+    Only regular files inside ``directory`` are removed, never a directory or a path the
+    record points outside with ``..`` or a link; a directory left empty by a recorded file is
+    removed too.
+    """
+    directory = Path(directory)
+    root = directory.resolve()
+    listed: list[str] = []
+    record_path = directory / record
+    if record_path.is_file():
+        listed = [line for line in record_path.read_text(encoding="utf-8").splitlines() if line]
+    removed: list[Path] = []
+    for name in [*names, *listed, record]:
+        path = directory / name
+        if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(root):
+            continue
+        path.unlink()
+        removed.append(path)
+        parent = path.parent
+        while parent != directory and parent.resolve().is_relative_to(root):
+            with contextlib.suppress(OSError):  # not empty: keep it
+                parent.rmdir()
+            parent = parent.parent
+    if removed:
+        log.info("removed %d output(s) of an earlier run in %s: %s", len(removed), directory,
+                 ", ".join(path.relative_to(directory).as_posix() for path in removed))
+    return removed
+
+
+def record_output(directory: Path, record: str, paths: Iterable[Path]) -> list[str]:
+    """Add the ``paths`` that lie inside ``directory`` to its ``record`` (see
+    :func:`clear_outputs`), so that the next run into ``directory`` removes them; return the
+    names recorded. Paths outside ``directory`` are not recorded (and never removed)."""
+    directory = Path(directory)
+    root = directory.resolve()
+    record_path = directory / record
+    names: list[str] = []
+    if record_path.is_file():
+        names = [line for line in record_path.read_text(encoding="utf-8").splitlines() if line]
+    added = []
+    for path in paths:
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(root) and resolved != root:
+            name = resolved.relative_to(root).as_posix()
+            added.append(name)
+            if name not in names:
+                names.append(name)
+    if added:
+        with atomic_path(record_path) as tmp:
+            tmp.write_text("".join(f"{name}\n" for name in names), encoding="utf-8")
+    return added
 
 
 @contextlib.contextmanager
@@ -20,13 +205,12 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success move it onto ``target``.
 
     The temporary file lives in the same directory so the final rename is atomic on POSIX.
+    It does not exist yet (writers such as DuckDB want to create the file themselves).
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".tmp-{target.name}.", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.unlink()  # writers such as DuckDB want to create the file themselves
+    check_output_file(target)
+    output_dir(target.parent)
+    tmp = target.parent / owned_name(TMP_PREFIX, target.name)
     try:
         yield tmp
         if tmp.exists():

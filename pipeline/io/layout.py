@@ -1,8 +1,9 @@
 """Names of the files and directories a run writes: one place for every reader and writer.
 
 An output directory (``evaluate --out``) holds :data:`SCORES_FILE`, :data:`REJECTED_FILE`,
-:data:`TEXTS_FILE`, the statistics (:data:`INTERVALS_FILE`, :data:`COMPARISONS_FILE`) and
-:data:`DATABASE_FILE`; a results store holds one directory per run (:mod:`pipeline.store`).
+:data:`TEXTS_FILE`, the statistics (:data:`INTERVALS_FILE`, :data:`COMPARISONS_FILE`),
+:data:`DATABASE_FILE` and the list of further outputs (:data:`EXTRA_OUTPUTS_FILE`); a results
+store holds one directory per run (:mod:`pipeline.store`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ INTERVALS_FILE = "intervals.parquet"
 COMPARISONS_FILE = "comparisons.parquet"
 #: The DuckDB database with the views, for other SQL clients.
 DATABASE_FILE = "eval.duckdb"
+#: Files made from the scores. A run into an output directory removes them when it puts its
+#: new scores in place and then writes them again (not the statistics after ``--no-stats``), so
+#: the directory never mixes two runs (docs/results-store.md, "Output directories").
+DERIVED_FILES: tuple[str, ...] = (INTERVALS_FILE, COMPARISONS_FILE, DATABASE_FILE)
+#: Further files written of a run into its directory (an HTML report, a comparison), one path
+#: relative to the directory per line: the next run into the directory removes them.
+EXTRA_OUTPUTS_FILE = ".rag-eval-outputs"
 #: Columns of ``texts.parquet``.
 TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
 
