@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -41,7 +42,7 @@ from pipeline.evaluate import (
     rejection_reasons,
 )
 from pipeline.export import export
-from pipeline.ingest_rgb import ingest_rgb
+from pipeline.ingest_rgb import OutputsFile, ingest_rgb
 from pipeline.io.atomic import (
     OutputPathError,
     check_output_dir,
@@ -50,6 +51,7 @@ from pipeline.io.atomic import (
     record_output,
 )
 from pipeline.io.layout import EXTRA_OUTPUTS_FILE
+from pipeline.io.readers import record_count
 from pipeline.logs import LOG_FORMATS, configure_logging
 from pipeline.metrics.registry import REGISTRY, UnknownMetricError, markdown_table
 from pipeline.metrics.registry import resolve as resolve_metrics
@@ -73,8 +75,8 @@ TOP_REASONS = 5
 #: What ``compare`` writes (recorded in RUN_B when written inside it, for the next run there).
 COMPARE_FILES = (DELTAS_FILE, REGRESSED_FILE, NEW_FILE, MISSING_FILE)
 #: Metrics ``compare`` prints (every metric is in its Parquet output).
-HEADLINE_DELTAS = ("answer_em", "answer_f1", "citation_f1", "faithfulness", "overlap",
-                   "abstained", "rgb_correct")
+HEADLINE_DELTAS = ("answer_em", "answer_f1", "citation_f1_macro", "faithfulness", "overlap",
+                   "abstain_rate", "rgb_correct")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="rag-eval", description="Offline, vectorized evaluation of LLM and RAG answers."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more log lines on stderr: -v info, -vv debug (default: warnings "
+                             "only; --log-format json: info)")
     parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
                         help="logs on stderr as text (default) or one JSON object per line")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -94,11 +98,23 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"seed of the resampling (default {DEFAULT_SEED})")
 
     def add_inputs(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--input", action="append", default=[], type=Path, metavar="PATH",
-                       help="records file: .parquet .jsonl .json .csv .tsv (repeatable)")
-        p.add_argument("--pair", action="append", default=[], nargs=2, type=Path,
+        p.add_argument("--input", action=_AppendSource, default=[], type=Path, metavar="PATH",
+                       help="records file: .parquet .jsonl .json .csv .tsv (repeatable); "
+                            "RAGAS and Hugging Face datasets layouts are read as they are "
+                            "(docs/input-formats.md)")
+        p.add_argument("--model", action=_Label, metavar="NAME",
+                       help="model of every row of the --input just before it (for files "
+                            "without a model column; a row whose own model differs is "
+                            "rejected)")
+        p.add_argument("--run-label", dest="run", action=_Label, metavar="NAME",
+                       help="`run` column (seed, prompt version) of every row of the --input "
+                            "just before it, as --model; not the store's --run-id")
+        p.add_argument("--pair", action=_AppendSource, default=[], nargs=2, type=Path,
                        metavar=("PREDICTIONS", "REFERENCES"),
                        help="legacy predictions + references/gold JSON files (repeatable)")
+        p.add_argument("--column", action="append", default=[], metavar="CANONICAL=NAME",
+                       help="read canonical column CANONICAL from the files' column NAME, e.g. "
+                            "response=answer (repeatable; over the config's [columns])")
         p.add_argument("--config", type=Path, help="TOML configuration file")
 
     ev = sub.add_parser("evaluate", help="score records and build the DuckDB views")
@@ -119,6 +135,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="Spark master for --engine spark (default local[2])")
     ev.add_argument("--no-stats", action="store_true",
                     help="skip bootstrap intervals and paired comparisons (docs/statistics.md)")
+    ev.add_argument("--stats-by", action="append", default=[], metavar="COLUMN[,COLUMN...]",
+                    help="also intervals and comparisons per these columns, e.g. "
+                         "question_type,noise_level (repeatable; as `rag-eval stats --by`)")
     ev.add_argument("--metrics", help="comma-separated metric or family names (default: all)")
     ev.add_argument("--batch-rows", type=_positive, default=None,
                     help="most rows scored per batch (fewer for long texts)")
@@ -160,6 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("dir", type=Path, help="output directory of an evaluate run")
     ex.add_argument("--format", choices=("tsv", "csv", "parquet"), default="tsv")
     ex.add_argument("--out", type=Path, help="target file (default: DIR/export.FORMAT)")
+    ex.add_argument("--layout", choices=("wide", "enhanced-framework"), default="wide",
+                    help="wide: every column of the run (default); enhanced-framework: the "
+                         "51-column TSV of the enhanced text evaluation framework "
+                         "(docs/compat.md)")
     ex.add_argument("--no-neutralize-formulas", dest="neutralize_formulas",
                     action="store_false",
                     help="csv/tsv: write text cells that start with = + - @ tab or carriage "
@@ -169,13 +192,22 @@ def _parser() -> argparse.ArgumentParser:
     rg = sub.add_parser("ingest-rgb", help="build evaluation records from RGB benchmark files")
     rg.add_argument("--data", required=True, type=Path, metavar="FILE",
                     help="RGB data file (JSON lines: id, query, answer, positive, negative, ...)")
-    rg.add_argument("--outputs", required=True, type=Path, metavar="FILE",
-                    help="model outputs (.jsonl or .parquet): id, model, noise_rate, task, "
-                         "response")
+    rg.add_argument("--outputs", required=True, action=_AppendSource, type=Path,
+                    metavar="FILE",
+                    help="model outputs (.jsonl, .json lines or .parquet): id, model, "
+                         "noise_rate, task, response (or the RGB script's prediction and docs); "
+                         "repeatable")
+    rg.add_argument("--model", action=_Label, metavar="NAME",
+                    help="model of the rows of the --outputs just before it (the RGB script's "
+                         "files have no model field)")
+    rg.add_argument("--noise-rate", action=_Label, type=float, metavar="R",
+                    help="noise rate of the rows of the --outputs just before it, where they "
+                         "give none; a row whose own rate differs is set aside")
     rg.add_argument("--out", required=True, type=Path, metavar="PATH",
                     help="records file to write (.parquet)")
-    rg.add_argument("--response-column", default="response", metavar="NAME",
-                    help="column of the outputs that holds the response (default: response)")
+    rg.add_argument("--response-column", metavar="NAME",
+                    help="column of the outputs that holds the response (default: response, "
+                         "else prediction)")
     rg.add_argument("--task", choices=RGB_TASKS,
                     help="task of every output row when the outputs have no task column")
     rg.add_argument("--language", default="auto",
@@ -183,8 +215,19 @@ def _parser() -> argparse.ArgumentParser:
     rg.add_argument("--id-prefix", metavar="TEXT",
                     help="prefix of record ids (default: the data file's stem and ':')")
 
-    st = sub.add_parser("stats", help="bootstrap intervals and paired model comparisons of a run")
+    st = sub.add_parser(
+        "stats", help="bootstrap intervals and paired model comparisons of a run",
+        description="Recompute intervals.parquet and comparisons.parquet of DIR: per model over "
+        "all rows, each noise level and category (comparisons: also each RGB task), plus each "
+        "--by slice, and rebuild its views (docs/statistics.md).",
+        epilog="example: rag-eval stats out --by question_type,noise_level, then rag-eval "
+        "query out \"select model, mean, ci_low, ci_high from intervals where question_type = "
+        "'multi-hop' and noise_level = 0.4 and metric = 'answer_f1' order by mean desc\"",
+    )
     st.add_argument("dir", type=Path, help="output directory of an evaluate run")
+    st.add_argument("--by", action="append", default=[], metavar="COLUMN[,COLUMN...]",
+                    help="also a slice of these columns of the scores, e.g. "
+                         "question_type,noise_level (repeatable: one slice each)")
     add_stats_options(st)
 
     co = sub.add_parser("compare", help="compare run B against baseline run A; gate regressions")
@@ -212,12 +255,146 @@ def _parser() -> argparse.ArgumentParser:
 
     me = sub.add_parser("metrics", help="list the registered metrics")
     me.add_argument("--format", choices=("table", "markdown"), default="table")
+    for name, command in sub.choices.items():
+        command.formatter_class = _HelpFormatter
+        if name in EXAMPLES:
+            examples = "examples:\n" + EXAMPLES[name]
+            command.epilog = examples if command.epilog is None else (
+                f"{command.epilog}\n\n{examples}"
+            )
+    parser.formatter_class = _HelpFormatter
+    parser.epilog = "examples (rag-eval COMMAND --help shows more):\n" + EXAMPLES["rag-eval"]
     return parser
+
+
+#: ``--help`` examples of each command (its epilog), and of the program.
+EXAMPLES: dict[str, str] = {
+    "rag-eval": """\
+  rag-eval evaluate --input answers.jsonl --out out
+  rag-eval query out "select * from by_model"
+  rag-eval report out --out report.html
+  rag-eval compare baseline_out out""",
+    "evaluate": """\
+  rag-eval evaluate --input runs/answers.jsonl --out out
+  rag-eval evaluate --input gpt4o.csv --model gpt-4o --input llama.csv --model llama-3 --out out
+  rag-eval evaluate --input ragas.parquet --model m1 --out out   # RAGAS / HF datasets export
+  rag-eval evaluate --input data.csv --column response=answer --column id=qid --out out
+  rag-eval evaluate --input a.parquet --out out --report report.html
+  rag-eval evaluate --input a.parquet --store store --run-id baseline
+  rag-eval -v evaluate --input a.jsonl --out out --metrics answer,citation   # with info logs""",
+    "validate": """\
+  rag-eval validate --input runs/answers.jsonl
+  rag-eval validate --input ragas.csv --model m1 --column reference=gold""",
+    "query": """\
+  rag-eval query out "select * from headline"
+  rag-eval query out "select id, suggestions from scores limit 5" --format csv
+  rag-eval query store "select * from runs" --run all""",
+    "checkout": """\
+  rag-eval checkout store --out run1
+  rag-eval checkout store --run 20240101T120000Z-ab12 --out run1""",
+    "export": """\
+  rag-eval export out
+  rag-eval export out --format csv --out results.csv""",
+    "ingest-rgb": """\
+  rag-eval ingest-rgb --data en.json --outputs outputs.jsonl --out records.parquet
+  rag-eval ingest-rgb --data en.json --task noise_robustness --out rgb.parquet \\
+      --outputs prediction_en_chatgpt_temp0.7_noise0.4_passage5_correct0.0.json \\
+          --model chatgpt --noise-rate 0.4 \\
+      --outputs prediction_en_qwen_temp0.7_noise0.4_passage5_correct0.0.json --model qwen
+  rag-eval evaluate --input rgb.parquet --out out""",
+    "stats": """\
+  rag-eval stats out --by question_type,noise_level
+  rag-eval stats out --resamples 2000 --seed 7""",
+    "compare": """\
+  rag-eval compare baseline_out new_out
+  rag-eval compare baseline_out new_out --max-drop answer_f1=0.01 --max-regressed-items 5""",
+    "report": """\
+  rag-eval report out --out report.html
+  rag-eval report new_out --out report.html --compare baseline_out""",
+    "metrics": """\
+  rag-eval metrics
+  rag-eval metrics --format markdown""",
+}
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """:class:`argparse.RawDescriptionHelpFormatter` by paragraph (blank-line separated): a
+    paragraph with line breaks (the examples) is kept as written, a one-line paragraph (a
+    description) is wrapped as by the default formatter."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in text.split("\n\n"):
+            if "\n" in paragraph:
+                paragraphs.append(super()._fill_text(paragraph, width, indent))
+            else:
+                paragraphs.append(argparse.HelpFormatter._fill_text(self, paragraph, width, indent))
+        return "\n\n".join(paragraphs)
+
+
+class _AppendSource(argparse.Action):
+    """``--input``, ``--pair``, ``--outputs``: appended, and remembered as the input that a
+    following label (``--model``, ``--run-label``, ``--noise-rate``) belongs to."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        items = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, items)
+        namespace.last_source = (self.dest, len(items) - 1)
+
+
+class _Label(argparse.Action):
+    """``--model NAME`` and the like: a label of the input given just before it, kept in
+    ``labels[(option dest, index)][column]``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        last = getattr(namespace, "last_source", None)
+        if last is None:
+            parser.error(f"{option_string} labels the input given just before it: write it "
+                         "after that input's path (--input PATH --model NAME)")
+        labels = dict(getattr(namespace, "labels", None) or {})
+        entry = dict(labels.get(last, {}))
+        if self.dest in entry:
+            parser.error(f"{option_string} is given twice for the same input")
+        entry[self.dest] = values
+        labels[last] = entry
+        namespace.labels = labels
+
+
+def _input_labels(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """``--model`` / ``--run-label`` of each ``--input``, by the path as given."""
+    found: dict[str, dict[str, str]] = {}
+    for (dest, index), entry in (getattr(args, "labels", None) or {}).items():
+        if dest != "input":
+            flags = ", ".join(f"--{name.replace('run', 'run-label')}" for name in entry)
+            raise ConfigError(
+                f"{flags} labels an --input; a --pair takes its model from the predictions' "
+                "model field or file name"
+            )
+        path = os.fspath(args.input[index])
+        if found.get(path, entry) != entry:
+            raise ConfigError(f"{path} is given twice with different labels")
+        found[path] = entry
+    return found
+
+
+def _column_mapping(items: Sequence[str]) -> dict[str, str]:
+    """``--column CANONICAL=NAME`` entries as a mapping."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        canonical, sep, name = item.partition("=")
+        if not sep or not canonical.strip() or not name:
+            raise ConfigError(
+                f"--column expects CANONICAL=NAME (e.g. response=answer), got {item!r}"
+            )
+        mapping[canonical.strip()] = name
+    return mapping
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    configure_logging(verbose=args.verbose, fmt=args.log_format)
+    configure_logging(verbosity=args.verbose, fmt=args.log_format)
     try:
         if args.command == "evaluate":
             return _evaluate(args)
@@ -287,6 +464,8 @@ def _config(args: argparse.Namespace) -> Config:
         metrics=metrics,
         embedding_backend=getattr(args, "embedding_backend", None),
         embedding_cache_dir=getattr(args, "cache_dir", None),
+        columns=_column_mapping(getattr(args, "column", [])),
+        input_labels=_input_labels(args) or None,
     )
     resolve_metrics(config.metrics)  # fail before reading anything
     return config
@@ -308,7 +487,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("--run-id, --force and --lock-wait apply to --store runs only")
     if args.report is not None:  # before the run, which checks --out itself
         check_output_file(args.report)
-    with _progress_bars(args.no_progress) as progress:
+    with _progress_bars(args.no_progress, _input_rows(args)) as progress:
         summary = evaluate(
             args.input, args.out, config,
             pairs=[tuple(p) for p in args.pair],
@@ -317,6 +496,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             resamples=args.resamples,
             seed=args.seed,
             stats=not args.no_stats,
+            stats_by=args.stats_by,
         )
     print(
         f"read {summary.n_read} rows: scored {summary.n_scored}, rejected {summary.n_rejected} "
@@ -372,34 +552,60 @@ def _print_error(args: argparse.Namespace, message: str) -> None:
         print(f"error: {message}", file=sys.stderr)
 
 
+def _input_rows(args: argparse.Namespace) -> int | None:
+    """The rows the inputs hold when the metadata tells (Parquet files only), else None."""
+    counts = [record_count(path) for path in args.input]
+    if args.pair or any(count is None for count in counts):
+        return None
+    return sum(count for count in counts if count is not None)
+
+
 @contextlib.contextmanager
-def _progress_bars(hidden: bool) -> Iterator[Callable[[str, int], None]]:
-    """One tqdm bar per stage of a run (reading, scoring) on stderr, shown on a terminal only."""
+def _progress_bars(
+    hidden: bool, total: int | None = None
+) -> Iterator[Callable[[str, int], None]]:
+    """One tqdm bar per stage of a run (reading, scoring) on stderr, shown on a terminal only.
+
+    ``total``: the rows of the inputs, when known, for both bars; rejected rows are never
+    scored, so the scoring bar's total becomes the rows it counted when the run ends."""
     bars: dict[str, Any] = {}
 
     def update(stage: str, rows: int) -> None:
         if stage not in bars:
             bars[stage] = tqdm(unit="rows", desc=stage, disable=True if hidden else None,
-                               file=sys.stderr, unit_scale=True)
+                               file=sys.stderr, unit_scale=True, total=total)
         bars[stage].update(rows)
 
     try:
         yield update
     finally:
         for bar in bars.values():
+            if bar.total is not None and bar.n < bar.total:
+                bar.total = bar.n
+                bar.refresh()
             bar.close()
 
 
 def _print_headline(directory: Path) -> None:
     print()
     headline = run_query(directory, "select * from headline order by model")
-    _print_frame(headline.drop("signature"), "table")
+    _print_frame(_without_empty_columns(headline.drop("signature"), keep=("model",)), "table")
     for signature in headline["signature"].unique(maintain_order=True):
         print(f"signature: {signature}")
     rgb = run_query(directory, "select * from rgb_summary order by model")
     if rgb.height:
         print("\nRGB robustness (%, docs/rgb.md):")
         _print_frame(rgb.drop("signature"), "table")
+
+
+def _without_empty_columns(frame: pl.DataFrame, keep: Sequence[str] = ()) -> pl.DataFrame:
+    """``frame`` without the columns that are null on every row (the RAG columns of a run
+    without passages, ``overall_score`` when the composites did not run), except ``keep``."""
+    if frame.height == 0:
+        return frame
+    return frame.select(
+        c for c in frame.columns if c in keep or frame[c].null_count() < frame.height
+    )
 
 
 def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
@@ -412,17 +618,24 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
     if args.engine == "spark":
         if args.pair:
             raise ConfigError("--engine spark reads Parquet --input files only, not --pair")
+        if config.input_labels:
+            raise ConfigError("--model and --run-label apply to the local engine; with "
+                              "--engine spark give the files a model (or run) column")
+        if args.stats_by:
+            raise ConfigError("--stats-by needs statistics, which --engine spark runs do not "
+                              "write; run `rag-eval stats` on a checkout of the run")
         summary = evaluate_spark(
             args.input, args.store, config, master=args.spark_master, run_id=args.run_id,
             lock_wait=args.lock_wait, force=args.force,
         )
     else:
-        with _progress_bars(args.no_progress) as progress:
+        with _progress_bars(args.no_progress, _input_rows(args)) as progress:
             summary = evaluate_to_store(
                 args.input, args.store, config, run_id=args.run_id, force=args.force,
                 lock_wait=args.lock_wait, pairs=[tuple(p) for p in args.pair],
                 batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS, on_progress=progress,
                 resamples=args.resamples, seed=args.seed, stats=not args.no_stats,
+                stats_by=args.stats_by,
             )
     print(
         f"run {summary.run_id}: read {summary.n_read} rows: scored {summary.n_scored}, "
@@ -436,12 +649,13 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    summary = write_stats(args.dir, resamples=args.resamples, seed=args.seed)
+    summary = write_stats(args.dir, resamples=args.resamples, seed=args.seed, by=args.by)
     build_views(args.dir)
     print(
         f"{summary.intervals} intervals -> {summary.intervals_path}\n"
         f"{summary.comparisons} paired comparisons ({summary.significant} significant after "
         f"Holm) -> {summary.comparisons_path}\n"
+        f"slices: {'; '.join(summary.slices)}\n"
         f"resamples {summary.resamples}, seed {summary.seed}"
     )
     return EXIT_OK
@@ -493,10 +707,11 @@ def _report(args: argparse.Namespace) -> int:
     from pipeline.report import write_report
 
     check_output_file(args.out)
-    diff = None
+    diff = regressed = None
     if args.compare is not None:
-        diff = compare(args.compare, args.dir, force=args.force).deltas
-    report = write_report(args.dir, args.out, diff=diff)
+        comparison = compare(args.compare, args.dir, force=args.force)
+        diff, regressed = comparison.deltas, comparison.regressed
+    report = write_report(args.dir, args.out, diff=diff, regressed=regressed)
     record_output(args.dir, EXTRA_OUTPUTS_FILE, [report])
     print(f"report: {report}")
     return EXIT_OK
@@ -535,14 +750,21 @@ def _query(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     target = args.out or args.dir / f"export.{args.format}"
-    rows = export(args.dir, target, args.format, neutralize=args.neutralize_formulas)
+    rows = export(args.dir, target, args.format, neutralize=args.neutralize_formulas,
+                  layout=args.layout)
     print(f"wrote {rows} rows to {target}")
     return EXIT_OK
 
 
 def _ingest_rgb(args: argparse.Namespace) -> int:
+    labels = getattr(args, "labels", None) or {}
+    outputs = [
+        OutputsFile(path, model=labels.get(("outputs", index), {}).get("model"),
+                    noise_rate=labels.get(("outputs", index), {}).get("noise_rate"))
+        for index, path in enumerate(args.outputs)
+    ]
     summary = ingest_rgb(
-        args.data, args.outputs, args.out,
+        args.data, outputs, args.out,
         response_column=args.response_column, task=args.task, language=args.language,
         id_prefix=args.id_prefix,
     )
@@ -554,6 +776,19 @@ def _ingest_rgb(args: argparse.Namespace) -> int:
         print(f"{summary.n_rejected} output rows set aside, with reasons: {summary.rejected_path}")
         return EXIT_REJECTED
     return EXIT_OK
+
+
+def _json_nested(frame: pl.DataFrame) -> pl.DataFrame:
+    """List and struct columns as JSON text (``["a","b"]``), which CSV can hold; null stays
+    null."""
+    nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+    return frame.with_columns(
+        pl.when(pl.col(name).is_not_null())
+        .then(pl.struct(pl.col(name).alias("v")).struct.json_encode()
+              .str.strip_prefix('{"v":').str.strip_suffix("}"))
+        .alias(name)
+        for name in nested
+    )
 
 
 def _metrics(fmt: str) -> int:
@@ -574,7 +809,7 @@ def _metrics(fmt: str) -> int:
 
 def _print_frame(frame: pl.DataFrame, fmt: str) -> None:
     if fmt == "csv":
-        sys.stdout.write(frame.write_csv())
+        sys.stdout.write(_json_nested(frame).write_csv())
     elif fmt == "json":
         sys.stdout.write(frame.write_ndjson())
     else:

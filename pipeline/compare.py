@@ -2,9 +2,10 @@
 
 ``compare(run_a, run_b)`` gives, per model and slice (all rows, each noise level, category and
 RGB task), the change of every mean metric from run A to run B with a paired bootstrap interval
-and a p-value (:func:`pipeline.stats.comparison_table`); the items that regressed (a binary
-metric 1 -> 0, a score dropping by more than :data:`ITEM_DROP`); the items only one run has; and
-the verdict of a regression gate a scheduler can act on.
+and a p-value (:func:`pipeline.stats.comparison_table`: a slice is keyed by its name and one
+typed column per slice column, metrics are named as the views name their means); the items that
+regressed (a binary metric 1 -> 0, a score dropping by more than :data:`ITEM_DROP`); the items
+only one run has; and the verdict of a regression gate a scheduler can act on.
 
 Runs whose signatures differ in anything but the package version scored with different settings
 and are refused (:class:`IncomparableRunsError`) unless ``force=True``.
@@ -23,7 +24,12 @@ import polars as pl
 from pipeline.io.atomic import write_parquet_atomic
 from pipeline.io.layout import SCORES_FILE
 from pipeline.schema import InputError
-from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, comparison_table
+from pipeline.stats import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    comparison_table,
+    metric_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +151,13 @@ def _only_in(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
 
 
 def slice_deltas(a: pl.DataFrame, b: pl.DataFrame, *, resamples: int, seed: int) -> pl.DataFrame:
-    """Per model, slice and metric: mean in A and B, delta = B - A, its paired 95% interval."""
+    """Per model, slice and metric: mean in A and B, delta = B - A, its paired 95% interval.
+
+    Columns: ``model``, ``slice`` and the typed slice columns of
+    :func:`pipeline.stats.comparison_table` (``noise_level``, ``category``, ``question_type``,
+    ``task``: null where the slice does not use them), ``metric``, ``n_pairs``, ``mean_a``,
+    ``mean_b``, ``delta``, ``ci_low``, ``ci_high``, ``test``, ``p_value``, ``p_adjusted``.
+    """
     frames = []
     for model in sorted(set(a["model"].drop_nulls()) & set(b["model"].drop_nulls())):
         both = pl.concat(
@@ -156,11 +168,12 @@ def slice_deltas(a: pl.DataFrame, b: pl.DataFrame, *, resamples: int, seed: int)
             how="diagonal_relaxed",
         ).with_columns(pl.lit(None, pl.String).alias("run"))
         table = comparison_table(both, resamples=resamples, seed=seed)
+        keys = table.columns[table.columns.index("slice") + 1 : table.columns.index("metric")]
         frames.append(
             table.select(
                 pl.lit(model).alias("model"),
                 "slice",
-                "slice_value",
+                *keys,
                 "metric",
                 "n_pairs",
                 pl.col("mean_a"),
@@ -179,12 +192,17 @@ def slice_deltas(a: pl.DataFrame, b: pl.DataFrame, *, resamples: int, seed: int)
 
 
 def gate_failures(deltas: pl.DataFrame, regressed: pl.DataFrame, gate: Gate) -> tuple[str, ...]:
-    """Human-readable reasons the gate fails (empty: it passes)."""
+    """Human-readable reasons the gate fails (empty: it passes).
+
+    A metric of ``gate.max_drop`` may be named as its column (``abstained``) or as the deltas
+    name its mean (``abstain_rate``, :func:`pipeline.stats.metric_name`).
+    """
     failures: list[str] = []
     overall = deltas.filter(pl.col("slice") == "all")
     for metric, limit in sorted(gate.max_drop.items()):
         dropped = overall.filter(
-            (pl.col("metric") == metric) & (pl.col("delta") < -limit) & (pl.col("ci_high") < 0)
+            (pl.col("metric") == metric_name(metric)) & (pl.col("delta") < -limit)
+            & (pl.col("ci_high") < 0)
         ).sort("model")
         failures.extend(
             f"{model}: {metric} fell by {-delta:.4f} (more than {limit:g}; 95% CI "

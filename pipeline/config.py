@@ -25,7 +25,13 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.rules import RuleFileError, RuleSet, load_rules
-from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, files_digest, read_bytes
+from pipeline.rules.files import (
+    STOPWORDS_FILE,
+    SYNONYMS_FILE,
+    bundled_file,
+    files_digest,
+    read_bytes,
+)
 from pipeline.rules.rgb import (
     DEFAULT_ERROR_KEYWORDS,
     DEFAULT_PRIMARY_REJECTIONS,
@@ -114,9 +120,47 @@ COMPAT_PRESETS: tuple[str, ...] = (
     "enhanced-framework", "rgb-app", "hotpot-gen", "intellidocu", "core-rag",
 )
 
+#: The RGB app's rejection phrases and error keywords, verbatim and in its order (preset
+#: ``rgb-app``, docs/compat.md). It matches them as substrings of ``response.lower()``.
+RGB_APP_PRIMARY_REJECTIONS: tuple[str, ...] = (
+    "i can not answer the question because of the insufficient information in documents",
+    "insufficient information in documents",
+    "can not answer",
+    "cannot answer",
+)
+RGB_APP_SECONDARY_REJECTIONS: tuple[str, ...] = (
+    "i don't know", "i cannot", "i can't", "unable to", "not able to",
+    "insufficient information", "no information", "cannot determine", "cannot answer",
+    "not enough information", "don't have enough", "unable to determine", "cannot find",
+    "no relevant", "not mentioned", "not provided", "not specified", "unclear", "unknown",
+    "i'm not sure", "i am not sure", "cannot be determined", "information is not available",
+    "does not provide",
+)
+RGB_APP_ERROR_KEYWORDS: tuple[str, ...] = (
+    "incorrect", "wrong", "false", "error", "mistake", "inaccurate", "not true", "not correct",
+    "factually incorrect", "contradicts", "actually", "in fact", "however", "but actually",
+    "the correct answer", "should be",
+)
+#: Default secondary rejections: the lenient list of :mod:`pipeline.rules.rgb` followed by the
+#: RGB app's keywords it lacked. "unable to determine" is left out: every text containing it
+#: contains "unable to", listed earlier, so it could change no flag and never be reported.
+DEFAULT_RGB_SECONDARY_REJECTIONS: tuple[str, ...] = (
+    *DEFAULT_SECONDARY_REJECTIONS,
+    *(
+        phrase for phrase in RGB_APP_SECONDARY_REJECTIONS
+        if phrase not in DEFAULT_SECONDARY_REJECTIONS
+        and phrase not in DEFAULT_PRIMARY_REJECTIONS
+        and phrase != "unable to determine"
+    ),
+)
+
 
 class ConfigError(ValueError):
     """The configuration file or a flag is invalid."""
+
+
+#: Columns an input file can be labelled with on the command line (``--model``, ``--run-label``).
+LABEL_COLUMNS: tuple[str, ...] = ("model", "run")
 
 
 @dataclass(frozen=True)
@@ -124,11 +168,20 @@ class Config:
     """Everything that changes how records are read or scored.
 
     ``columns`` maps a canonical column name to the name used in the input files
-    (``{"response": "answer"}``); unmapped columns are read under their canonical names.
+    (``{"response": "answer"}``; ``[columns]`` and ``--column``); unmapped columns are read under
+    their canonical names or a known layout's name (:mod:`pipeline.io.columns`). Several
+    canonical columns may read one file column (``{"id": "question"}`` with
+    ``{"question": "question"}``). ``input_labels`` gives the ``model`` or ``run`` of the rows
+    of one input file, by the path as given (``--input PATH --model NAME``); neither changes a
+    score, so neither is in the signature.
     ``metrics`` limits a run to the named metrics or families (``None``: all).
     """
 
     columns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: Input path (as given) -> {column: value} for the columns of :data:`LABEL_COLUMNS`.
+    input_labels: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     abstention_phrases: tuple[str, ...] = DEFAULT_ABSTENTION_PHRASES
     abstention_reference: str = DEFAULT_ABSTENTION_REFERENCE
     insufficient_context_reference: str = DEFAULT_INSUFFICIENT_CONTEXT_REFERENCE
@@ -164,7 +217,7 @@ class Config:
     #: RGB suite: answer-matching mode and the phrase lists of the lenient checks.
     rgb_mode: str = DEFAULT_RGB_MODE
     rgb_primary_rejections: tuple[str, ...] = DEFAULT_PRIMARY_REJECTIONS
-    rgb_secondary_rejections: tuple[str, ...] = DEFAULT_SECONDARY_REJECTIONS
+    rgb_secondary_rejections: tuple[str, ...] = DEFAULT_RGB_SECONDARY_REJECTIONS
     rgb_error_keywords: tuple[str, ...] = DEFAULT_ERROR_KEYWORDS
     #: ``[compat] preset``: one of :data:`COMPAT_PRESETS`, or None for the defaults.
     compat_preset: str | None = None
@@ -173,13 +226,13 @@ class Config:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
         if unknown:
             raise ConfigError(
-                f"[columns] maps unknown canonical column(s) {unknown}; "
-                f"known: {', '.join(RECORD_SCHEMA)}"
+                f"the column mapping ([columns] or --column) names unknown canonical column(s) "
+                f"{unknown}; known: {', '.join(RECORD_SCHEMA)}"
             )
-        sources = list(self.columns.values())
-        duplicated = sorted({s for s in sources if sources.count(s) > 1})
-        if duplicated:
-            raise ConfigError(f"[columns] maps several canonical columns to {duplicated}")
+        empty = sorted(name for name, source in self.columns.items() if not source)
+        if empty:
+            raise ConfigError(f"the column mapping gives no file column for {empty}")
+        self._check_labels()
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
         if math.isnan(self.tau_sim):
@@ -211,6 +264,8 @@ class Config:
                 f"[compat] preset {self.compat_preset!r} is unknown: use one of "
                 f"{', '.join(COMPAT_PRESETS)}"
             )
+        if self.compat_preset == "rgb-app":
+            self._use_rgb_app_lists()
         if self.rgb_mode not in RGB_MODES:
             raise ConfigError(
                 f"[rgb] mode {self.rgb_mode!r} is unknown: use one of {', '.join(RGB_MODES)}"
@@ -223,23 +278,64 @@ class Config:
             if any(not p.strip() for p in phrases):
                 raise ConfigError(f"[rgb] {key} must not contain empty strings")
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
+        object.__setattr__(self, "input_labels", MappingProxyType(
+            {path: MappingProxyType(dict(labels)) for path, labels in self.input_labels.items()}
+        ))
+
+    def _check_labels(self) -> None:
+        for path, labels in self.input_labels.items():
+            unknown = sorted(set(labels) - set(LABEL_COLUMNS))
+            if unknown:
+                raise ConfigError(
+                    f"{path}: cannot label the column(s) {unknown} per input; "
+                    f"labels: {', '.join(LABEL_COLUMNS)}"
+                )
+            for column, value in labels.items():
+                if not isinstance(value, str) or not value.strip():
+                    raise ConfigError(f"{path}: the {column} label must be a non-empty text")
+
+    def _use_rgb_app_lists(self) -> None:
+        """Preset ``rgb-app``: the RGB lists still at their defaults become the app's own (lists
+        set in ``[rgb]`` are kept); the signature's RGB digest then names the app's lists."""
+        for name, default, app in (
+            ("rgb_primary_rejections", DEFAULT_PRIMARY_REJECTIONS, RGB_APP_PRIMARY_REJECTIONS),
+            ("rgb_secondary_rejections", DEFAULT_RGB_SECONDARY_REJECTIONS,
+             RGB_APP_SECONDARY_REJECTIONS),
+            ("rgb_error_keywords", DEFAULT_ERROR_KEYWORDS, RGB_APP_ERROR_KEYWORDS),
+        ):
+            if tuple(getattr(self, name)) == default:
+                object.__setattr__(self, name, app)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle support (a run's config travels to distributed workers, which read the rule
         files again on first use: the loaded rules are not pickled)."""
-        state = {**self.__dict__, "columns": dict(self.columns)}
+        state = {**self.__dict__, "columns": dict(self.columns),
+                 "input_labels": {k: dict(v) for k, v in self.input_labels.items()}}
         state.pop("rules", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({**state, "columns": MappingProxyType(dict(state["columns"]))})
+        labels = state.get("input_labels", {})
+        self.__dict__.update({
+            **state, "columns": MappingProxyType(dict(state["columns"])),
+            "input_labels": MappingProxyType(
+                {k: MappingProxyType(dict(v)) for k, v in labels.items()}
+            ),
+        })
 
     @cached_property
     def rules(self) -> RuleSet:
         """The composite rule files, read and checked once per config (and parsed once per
         content in the process); ``ValueError`` naming the file and the key when malformed."""
         return load_rules(self.quality_rules_file, self.safety_rules_file,
-                          self.relevance_rules_file, self.overall_rules_file)
+                          self.relevance_rules_file, self.overall_rules_file,
+                          preset=self.compat_preset)
+
+    def bundled(self, name: str) -> str:
+        """The bundled data file (``pipeline/data/``) that stands for ``name`` under this
+        config's compat preset: ``synonyms.tsv`` is ``enhanced-framework.synonyms.tsv`` under
+        that preset (docs/compat.md)."""
+        return bundled_file(name, self.compat_preset)
 
     def with_metrics(self, metrics: tuple[str, ...] | None) -> Config:
         """A copy restricted to ``metrics`` (names or families)."""
@@ -282,7 +378,8 @@ class Config:
         """Short digest of what fixes the keyword lists: the bytes of the stopword and synonym
         files and the lemmatizer's version (the lists themselves are built only by runs that
         use them; building the synonym table loads simplemma's dictionary, 0.2 s)."""
-        files = ((self.stopwords_file, STOPWORDS_FILE), (self.synonyms_file, SYNONYMS_FILE))
+        files = ((self.stopwords_file, STOPWORDS_FILE),
+                 (self.synonyms_file, self.bundled(SYNONYMS_FILE)))
         return files_digest(
             (read_bytes(path, bundled)[0] for path, bundled in files),
             prefix=f"simplemma {version('simplemma')}".encode(),
@@ -344,7 +441,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         overall = "my_overall.toml"
 
         [compat]                   # reproduce a replaced tool exactly (docs/compat.md)
-        preset = "rgb-app"         # enhanced-framework, rgb-app, hotpot-gen, intellidocu, core-rag
+        preset = "rgb-app"         # or "enhanced-framework", "hotpot-gen", "intellidocu",
+                                   # "core-rag"
+
+    A ``columns`` override (``--column``) is merged into the file's ``[columns]``, replacing the
+    mapping of the canonical columns it names.
 
     Without a file (or without ``[embedding] cache_dir``) the embedding cache lives in
     :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.
@@ -362,6 +463,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         if unknown:
             raise ConfigError(f"{path}: unknown section(s) {unknown}; known: {sorted(_SECTIONS)}")
         values.update(_parse_sections(data, path))
+    columns = overrides.pop("columns", None)
+    if columns:  # --column entries replace the file's mapping of the same canonical columns
+        values["columns"] = {**values.get("columns", {}), **columns}
     values.update({k: v for k, v in overrides.items() if v is not None})
     known = {f.name for f in fields(Config)}
     bad = sorted(set(values) - known)

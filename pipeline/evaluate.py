@@ -122,6 +122,7 @@ def evaluate(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     stats: bool = True,
+    stats_by: Sequence[str | Sequence[str]] = (),
 ) -> RunSummary:
     """Read, validate and score ``inputs``; write scores, rejections, statistics and the views.
 
@@ -130,7 +131,7 @@ def evaluate(
     (``"reading"``) and scored (``"scoring"``); the CLI drives its progress bars with it.
     ``resamples`` and ``seed`` drive the bootstrap intervals and paired comparisons of
     :func:`pipeline.stats.write_stats` (per-question sums in bounded memory), which
-    ``stats=False`` skips.
+    ``stats=False`` skips; ``stats_by`` adds slices to its default ones (``by``).
 
     ``out_dir`` holds one run: when the new scores are in place, what an earlier run made of
     its scores (statistics, views, the files listed in :data:`EXTRA_OUTPUTS_FILE`) is gone,
@@ -164,7 +165,7 @@ def evaluate(
     )
     if stats:
         with phase("statistics"):
-            write_stats(out_dir, resamples=resamples, seed=seed)
+            write_stats(out_dir, resamples=resamples, seed=seed, by=stats_by)
     if build_db:
         with phase("views"):
             build_views(out_dir)
@@ -211,6 +212,7 @@ def evaluate_to_store(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     stats: bool = True,
+    stats_by: Sequence[str | Sequence[str]] = (),
 ) -> StoreRunSummary:
     """Score ``inputs`` as a new run of the results store at ``store_root``.
 
@@ -245,7 +247,8 @@ def evaluate_to_store(
                 hive_schema={MODEL_PARTITION: pl.String},
             ).select(*KEY_COLUMNS, *metrics, "signature")
             with phase("statistics"):
-                write_stats(run.staged.dir, resamples=resamples, seed=seed, scores=scores)
+                write_stats(run.staged.dir, resamples=resamples, seed=seed, scores=scores,
+                            by=stats_by)
         run.finish(counts=result.counts, corpus_digest=result.corpus_digest)
     assert run.run_dir is not None
     return StoreRunSummary(

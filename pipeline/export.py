@@ -10,10 +10,19 @@ The text formats are opened in spreadsheets, and a cell that starts with ``=``, 
 default every string cell of a CSV or TSV export (list columns after joining) that starts with
 one of :data:`FORMULA_TRIGGERS` gets a ``'`` in front, the rule of OWASP's "CSV Injection"
 page; numbers are not strings and stay as they are. Parquet is written unchanged.
+
+``layout="enhanced-framework"`` writes instead the 51-column TSV of the enhanced text evaluation
+framework (:func:`enhanced_framework_table`, docs/compat.md): its header (five feedback names
+appear twice, as in its file), its column order and its value formats, as pandas wrote them:
+numbers rounded to 4 decimals and printed as Python prints floats (``0.0``, ``0.7883``),
+booleans ``True``/``False``, lists as Python lists (``['climate_change']``), nothing for a
+missing value. The neutralization applies to its text cells as to any TSV (a ``--no-...``
+flag turns it off), never to its numbers.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -23,6 +32,9 @@ from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
 from pipeline.schema import InputError
 
 FORMATS = ("tsv", "csv", "parquet")
+#: ``wide``: every column of the run; ``enhanced-framework``: the enhanced text evaluation
+#: framework's 51-column TSV.
+LAYOUTS = ("wide", "enhanced-framework")
 _JOIN = "; "
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV Injection).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -73,17 +85,255 @@ def neutralize_formulas(table: pl.DataFrame) -> pl.DataFrame:
     return table.with_columns(*(neutralized(name) for name in strings))
 
 
+# --- the enhanced text evaluation framework's TSV -----------------------------------------------
+#: Its columns in its order: (its name, the column here, format). ``{bleu}`` is the BLEU that
+#: the run's composite weighs (:func:`_bleu_column`); formats: ``text`` as it is, ``number``
+#: (:func:`python_float_text`), ``bool`` (``True``/``False``), ``list`` (:func:`python_list_text`).
+ENHANCED_FRAMEWORK_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("id", "id", "text"),
+    ("category", "category", "text"),
+    ("question", "question", "text"),
+    ("reference", "reference", "text"),
+    ("response", "response", "text"),
+    ("overall_score", "overall_score", "number"),
+    ("accuracy_exact_match", "answer_em", "number"),
+    ("accuracy_rouge_1", "rouge_1", "number"),
+    ("accuracy_rouge_2", "rouge_2", "number"),
+    ("accuracy_bleu_score", "{bleu}", "number"),
+    ("accuracy_semantic_similarity", "semantic_similarity", "number"),
+    ("accuracy_numeric_accuracy", "numeric_accuracy", "number"),
+    ("accuracy_content_coverage", "content_coverage", "number"),
+    ("composite_accuracy", "composite_accuracy", "number"),
+    ("accuracy_feedback", "accuracy_feedback", "text"),
+    ("relevance_semantic_relevance", "semantic_relevance", "number"),
+    ("relevance_tfidf_relevance", "tfidf_relevance", "number"),
+    ("relevance_keyword_overlap", "keyword_overlap", "number"),
+    ("relevance_intent_match", "intent_match", "number"),
+    ("relevance_refusal_score", "refusal_score", "number"),
+    ("relevance_depth_score", "depth_score", "number"),
+    ("composite_relevance", "composite_relevance", "number"),
+    ("relevance_feedback", "relevance_feedback", "text"),
+    ("safety_has_bias_risk", "has_bias_risk", "bool"),
+    ("safety_bias_categories", "bias_categories", "list"),
+    ("safety_bias_severity", "bias_severity", "number"),
+    ("safety_perspective_balance", "perspective_balance", "number"),
+    ("safety_safety_score", "safety_score", "number"),
+    ("composite_safety", "safety_score", "number"),
+    ("safety_feedback", "safety_feedback", "text"),
+    ("quality_length_ok", "length_ok", "bool"),
+    ("quality_length_feedback", "length_feedback", "text"),
+    ("quality_fluency_score", "fluency_score", "number"),
+    ("quality_coherence_score", "coherence_score", "number"),
+    ("quality_conciseness_score", "conciseness_score", "number"),
+    ("quality_readability_score", "readability_score", "number"),
+    ("composite_quality", "composite_quality", "number"),
+    ("quality_feedback", "quality_feedback", "text"),
+    ("quality_length_feedback", "length_feedback", "text"),
+    ("accuracy_feedback", "accuracy_feedback", "text"),
+    ("relevance_feedback", "relevance_feedback", "text"),
+    ("safety_feedback", "safety_feedback", "text"),
+    ("quality_feedback", "quality_feedback", "text"),
+    ("overall_feedback", "overall_feedback", "text"),
+    ("primary_failure_mode", "primary_failure_mode", "text"),
+    ("improvement_suggestions", "suggestions", "list"),
+    ("passed_accuracy", "passed_accuracy", "bool"),
+    ("passed_relevance", "passed_relevance", "bool"),
+    ("passed_safety", "passed_safety", "bool"),
+    ("passed_quality", "passed_quality", "bool"),
+    ("is_refusal", "is_refusal", "bool"),
+)
+_DIGITS = 4
+# Veltkamp's splitter for doubles: x = hi + lo with hi of 26 significant bits.
+_SPLITTER = 134217729.0
+#: Characters ``repr`` of a Python string escapes as ``\xhh`` (controls, C1, NBSP, soft hyphen)
+#: and, of those it escapes as ``\uhhhh``, the zero-width formats and the line separators.
+_HEX_ESCAPED = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA1), 0xAD) if chr(c) not in "\t\n\r"]
+_U_ESCAPED = [chr(c) for c in (*range(0x200B, 0x2010), 0x2028, 0x2029, 0x2060, 0xFEFF)]
+
+
+def python_round(value: pl.Expr, digits: int = _DIGITS) -> pl.Expr:
+    """``round(value, digits)`` of Python, exactly: the float's exact binary value rounded half
+    to even at ``digits`` decimals (polars rounds ``value * 10**digits``, whose rounding can
+    turn a value just above a tie into a tie, as 0.00025 -> 0.0002 where Python gives 0.0003).
+
+    The integer part is set aside (exactly) and the product of the fraction with
+    ``10**digits`` is taken exactly as a sum of two doubles (Veltkamp split).
+
+    >>> import polars as pl
+    >>> pl.select(python_round(pl.lit([0.00025, 0.00035, 0.94166666, -0.00001]).explode())
+    ...           ).to_series().to_list()
+    [0.0003, 0.0003, 0.9417, -0.0]
+    """
+    x = value.cast(pl.Float64)
+    scale = float(10**digits)
+    # From 2**large on, a double's spacing is at least 10**-digits: the rounded decimal is
+    # within half a spacing of x, so round() gives x back.
+    large = math.ceil(52 - digits * math.log2(10))
+    unchanged = ~x.is_finite() | (x.abs() >= 2.0**large)
+    integer = pl.when(x >= 0.0).then(x.floor()).otherwise(x.ceil())
+    fraction = x - integer  # exact
+    product = fraction * scale
+    split = fraction * _SPLITTER
+    high = split - (split - fraction)
+    low = fraction - high
+    error = (high * scale - product) + low * scale  # fraction * scale == product + error
+    whole = product.floor()
+    above_half = (product - (whole + 0.5)) + error
+    odd = (whole - 2.0 * (whole / 2.0).floor()) == 1.0
+    bump = (above_half > 0.0) | ((above_half == 0.0) & odd)
+    units = integer * scale + whole + bump.cast(pl.Float64)  # an integer below 2**53: exact
+    rounded = units / (units * 0.0 + scale)  # by a column: polars multiplies by 1 / scalar
+    negative_zero = (rounded == 0.0) & ((1.0 / x) < 0.0)  # x < 0, or x is -0.0
+    return (
+        pl.when(unchanged).then(x)
+        .when(negative_zero).then(pl.lit(-0.0))
+        .otherwise(rounded)
+    )
+
+
+def python_float_text(value: pl.Expr, digits: int = _DIGITS) -> pl.Expr:
+    """``repr(round(value, digits))`` as pandas writes it to a TSV: ``0.0``, ``0.7883``; null
+    and NaN write nothing.
+
+    >>> import polars as pl
+    >>> pl.select(python_float_text(pl.lit([1.0, 0.25, 0.788333, None]).explode())
+    ...           ).to_series().to_list()
+    ['1.0', '0.25', '0.7883', '']
+    """
+    rounded = python_round(value, digits)
+    return pl.when(rounded.is_nan()).then(pl.lit(None)).otherwise(rounded).cast(
+        pl.String
+    ).fill_null("")
+
+
+def python_str_repr(text: pl.Expr) -> pl.Expr:
+    """``repr(text)`` of a Python string: single quotes, or double quotes when the text has a
+    single quote and no double quote; backslashes, the quote, tab, newline, carriage return and
+    the control characters escaped.
+
+    >>> import polars as pl
+    >>> texts = pl.lit(["a_b", "it's"]).explode()
+    >>> pl.select(python_str_repr(texts)).to_series().to_list() == [repr("a_b"), repr("it's")]
+    True
+    """
+    escaped = text.str.replace_all("\\", "\\\\", literal=True).str.replace_many(
+        ["\t", "\n", "\r", *_HEX_ESCAPED, *_U_ESCAPED],
+        [
+            "\\t", "\\n", "\\r",
+            *(f"\\x{ord(c):02x}" for c in _HEX_ESCAPED),
+            *(f"\\u{ord(c):04x}" for c in _U_ESCAPED),
+        ],
+    )
+    double = text.str.contains("'", literal=True) & ~text.str.contains('"', literal=True)
+    single = pl.lit("'") + escaped.str.replace_all("'", "\\'", literal=True) + pl.lit("'")
+    return pl.when(double).then(pl.lit('"') + escaped + pl.lit('"')).otherwise(single)
+
+
+def python_list_text(values: pl.Expr) -> pl.Expr:
+    """``repr`` of a Python list of strings (``['a', 'b']``, ``[]``); null writes nothing."""
+    items = values.cast(pl.List(pl.String)).list.eval(python_str_repr(pl.element())).list.join(", ")
+    return (pl.lit("[") + items + pl.lit("]")).fill_null("")
+
+
+def _bool_text(flag: pl.Expr) -> pl.Expr:
+    return (
+        pl.when(flag.cast(pl.Int64) == 1).then(pl.lit("True"))
+        .when(flag.cast(pl.Int64) == 0).then(pl.lit("False"))
+        .otherwise(pl.lit(""))
+    )
+
+
+def _bleu_column(table: pl.DataFrame) -> str:
+    """The BLEU that ``composite_accuracy`` weighed: ``bleu_matched_orders`` under the
+    enhanced-framework preset (its signature says ``compat:enhanced-framework``), else ``bleu``
+    (the bundled overall rules)."""
+    if "signature" not in table.columns or table.height == 0:
+        return "bleu"
+    preset = table["signature"].str.contains("|compat:enhanced-framework", literal=True)
+    return "bleu_matched_orders" if preset.all() else "bleu"
+
+
+def enhanced_framework_table(table: pl.DataFrame, *, neutralize: bool = True) -> pl.DataFrame:
+    """The enhanced framework's 51 columns as text cells, from :func:`export_table`'s table.
+
+    The columns are named ``c0``..``c50`` (a frame cannot repeat a name; the writer writes the
+    framework's names, :data:`ENHANCED_FRAMEWORK_COLUMNS`). With ``neutralize``, the text and
+    list cells get the :func:`neutralized` rule; numbers and booleans are left alone (a
+    negative number starts with ``-``).
+    """
+    bleu = _bleu_column(table)
+    layout = ENHANCED_FRAMEWORK_COLUMNS
+    sources = [bleu if column == "{bleu}" else column for _, column, _ in layout]
+    missing = sorted({c for c in sources if c not in table.columns})
+    if missing:
+        raise InputError(
+            "the enhanced-framework layout needs the column(s) "
+            f"{', '.join(missing)}: evaluate with every metric (no --metrics selection)"
+        )
+    formats = {
+        "text": lambda c: pl.col(c).cast(pl.String),
+        "number": lambda c: python_float_text(pl.col(c)),
+        "bool": lambda c: _bool_text(pl.col(c)),
+        "list": lambda c: python_list_text(pl.col(c)),
+    }
+    cells = []
+    for k, ((_, _, kind), source) in enumerate(zip(layout, sources, strict=True)):
+        cell = formats[kind](source)
+        if neutralize and kind in ("text", "list"):
+            trigger = pl.any_horizontal(*(cell.str.starts_with(t) for t in FORMULA_TRIGGERS))
+            cell = pl.when(trigger).then(pl.lit(FORMULA_ESCAPE) + cell).otherwise(cell)
+        cells.append(cell.alias(f"c{k}"))
+    return table.select(cells)
+
+
+def write_enhanced_framework(table: pl.DataFrame, target: Path) -> None:
+    """``table`` (:func:`enhanced_framework_table`) as the framework's TSV: its header, tab
+    separated, fields quoted only when they hold a tab, a quote or a newline (pandas'
+    ``to_csv(sep="\\t", index=False)``), lines ending in ``\\n``."""
+    header = "\t".join(name for name, _, _ in ENHANCED_FRAMEWORK_COLUMNS) + "\n"
+    lines = table.select(
+        pl.concat_str([_csv_field(pl.col(name)) for name in table.columns], separator="\t")
+    ).to_series()
+    body = "".join(line + "\n" for line in lines)
+    target.write_text(header + body, encoding="utf-8", newline="")
+
+
+def _csv_field(cell: pl.Expr) -> pl.Expr:
+    """A cell as Python's csv writer with ``QUOTE_MINIMAL`` writes it to a tab-separated file
+    with ``\\n`` line ends: quoted, its quotes doubled, when it holds a tab, a quote or a
+    ``\\n``; else as it is (an empty string or a null: nothing)."""
+    text = cell.fill_null("")
+    special = text.str.contains(r'[\t"\n]')
+    quoted = pl.lit('"') + text.str.replace_all('"', '""', literal=True) + pl.lit('"')
+    return pl.when(special).then(quoted).otherwise(text)
+
+
 def export(
-    out_dir: Path, target: Path, fmt: str = "tsv", *, neutralize: bool = True
+    out_dir: Path,
+    target: Path,
+    fmt: str = "tsv",
+    *,
+    neutralize: bool = True,
+    layout: str = "wide",
 ) -> int:
     """Write the export of ``out_dir`` to ``target`` in ``fmt``; return the number of rows.
 
-    ``neutralize`` (text formats only) applies :func:`neutralize_formulas`.
+    ``neutralize`` (text formats only) applies :func:`neutralize_formulas`; ``layout``
+    ``enhanced-framework`` writes the framework's TSV (``fmt`` must be ``tsv``).
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown export layout {layout!r}; use one of {', '.join(LAYOUTS)}")
+    if layout == "enhanced-framework" and fmt != "tsv":
+        raise InputError("the enhanced-framework layout is a TSV: use --format tsv")
     table = export_table(out_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if layout == "enhanced-framework":
+        cells = enhanced_framework_table(table, neutralize=neutralize)
+        with atomic_path(target) as tmp:
+            write_enhanced_framework(cells, tmp)
+        return table.height
     with atomic_path(target) as tmp:
         if fmt == "parquet":
             table.write_parquet(tmp)

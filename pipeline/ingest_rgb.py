@@ -15,6 +15,15 @@ data file is an error: the data sets are curated, so they fail loudly.
 The noise level comes from ``noise_rate`` (RGB's name) or ``noise_level``: numbers, or numeric
 text (a JSON lines column mixing numbers and text is read as text); a ``negative_rejection`` row
 without one gets 1.0, the setting in which every passage is noise.
+
+The RGB script (``evalue.py``) writes one JSON lines file per model and noise rate, named after
+both (``prediction_en_chatgpt_temp0.7_noise0.4_passage5_correct0.0.json``) and without a
+``model`` field: each rows ``id``, ``query``, ``ans``, ``label``, ``prediction``, ``docs``,
+``noise_rate`` and ``factlabel``. Such files go in as they are: each outputs file can be
+labelled with its model and noise rate (:class:`OutputsFile`; ``--outputs FILE --model NAME
+--noise-rate R``), which fill the file's rows where it has no value and reject the rows whose
+own value differs; the response is read from ``prediction`` when there is no ``response``
+column, and the passages the model was shown from ``docs`` when there is no ``contexts``.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +66,10 @@ PASS_THROUGH: tuple[str, ...] = (
 )
 #: Accepted names of the noise column in outputs, in order of preference.
 NOISE_COLUMNS: tuple[str, ...] = ("noise_level", "noise_rate")
+#: Response columns read when none is named, in order: ours, then the RGB script's.
+RESPONSE_COLUMNS: tuple[str, ...] = ("response", "prediction")
+#: The RGB script's name of the passages shown to the model, read as ``contexts``.
+RGB_DOCS_COLUMN = "docs"
 #: Separator of the first alternatives in ``reference`` when an answer has several groups.
 REFERENCE_SEPARATOR = "; "
 
@@ -85,6 +99,17 @@ _ITEM_SCHEMA: dict[str, pl.DataType] = {
 
 
 @dataclass(frozen=True)
+class OutputsFile:
+    """One outputs file and the labels of its rows: ``model`` and ``noise_rate`` fill the rows
+    without a value (every row, when the file has no such column); a row whose own value
+    differs is rejected with the reason."""
+
+    path: Path
+    model: str | None = None
+    noise_rate: float | None = None
+
+
+@dataclass(frozen=True)
 class IngestSummary:
     """What :func:`ingest_rgb` read and wrote."""
 
@@ -103,20 +128,23 @@ def rejected_path_for(out: Path) -> Path:
 
 def ingest_rgb(
     data: Path,
-    outputs: Path,
+    outputs: Path | OutputsFile | Sequence[Path | OutputsFile],
     out: Path,
     *,
-    response_column: str = "response",
+    response_column: str | None = None,
     task: str | None = None,
     language: str = "auto",
     id_prefix: str | None = None,
 ) -> IngestSummary:
     """Join RGB items with model outputs and write the records to ``out`` (Parquet, atomically).
 
-    ``task`` fills the task of rows whose outputs give none (no ``task`` column, or a null
-    value). ``language="auto"`` gives "zh" to items whose query contains a Han character and
-    "en" to the others; any other value is used for every row. Record ids are ``id_prefix`` +
-    the RGB id; the default prefix is the data file's stem and a colon (``en_fact:3``).
+    ``outputs``: one outputs file or several, each a path or an :class:`OutputsFile` with the
+    labels of its rows. ``response_column`` names the response column (default: ``response``,
+    else ``prediction``). ``task`` fills the task of rows whose outputs give none (no ``task``
+    column, or a null value). ``language="auto"`` gives "zh" to items whose query contains a
+    Han character and "en" to the others; any other value is used for every row. Record ids are
+    ``id_prefix`` + the RGB id; the default prefix is the data file's stem and a colon
+    (``en_fact:3``).
 
     Rejected output rows are written to :func:`rejected_path_for` ``(out)``; when there are none,
     a rejected file left there by an earlier run is removed. Raises
@@ -124,27 +152,53 @@ def ingest_rgb(
     a missing required column, and :class:`~pipeline.config.ConfigError` for a bad ``task`` or
     ``language``.
     """
-    data, outputs, out = Path(data), Path(outputs), Path(out)
+    data, out = Path(data), Path(out)
+    files = [
+        item if isinstance(item, OutputsFile) else OutputsFile(Path(item))
+        for item in ([outputs] if isinstance(outputs, (str, os.PathLike, OutputsFile))
+                     else outputs)
+    ]
+    if not files:
+        raise ConfigError("give at least one outputs file")
     if task is not None and task not in RGB_TASKS:
         raise ConfigError(f"unknown RGB task {task!r}; expected one of {', '.join(RGB_TASKS)}")
     if not language:
         raise ConfigError('language must be "auto" or a language code such as "en"')
+    for item in files:
+        if item.noise_rate is not None and not 0.0 <= item.noise_rate <= 1.0:
+            raise ConfigError(f"{item.path}: --noise-rate must be in [0, 1], got {item.noise_rate}")
+        if item.model is not None and not item.model.strip():
+            raise ConfigError(f"{item.path}: --model must be a non-empty name")
     prefix = f"{data.stem}:" if id_prefix is None else id_prefix
 
     items = _read_items(data)
-    frame = _read_outputs(outputs)
-    checked = _checked_outputs(
-        frame, os.fspath(outputs), items, response_column, task, data_source=os.fspath(data)
+    parts: list[pl.DataFrame] = []
+    rejected_parts: list[pl.DataFrame] = []
+    n_outputs = 0
+    for item in files:
+        source = os.fspath(item.path)
+        frame = _read_outputs(Path(item.path))
+        n_outputs += frame.height
+        checked = _checked_outputs(
+            frame, source, items, response_column, task, data_source=os.fspath(data),
+            labels=item,
+        )
+        rejected_parts.append(_rejected_rows(checked, source, frame.columns))
+        given = [c for c in PASS_THROUGH if c in frame.columns]
+        if "contexts" not in given and RGB_DOCS_COLUMN in frame.columns:
+            checked = checked.with_columns(pl.col(RGB_DOCS_COLUMN).alias("contexts"))
+            given.append("contexts")
+        accepted = (
+            checked.filter(pl.col(_REASON).is_null())
+            .select(_ID, _TASK, _MODEL, _RESPONSE, _NOISE, *given)
+            .join(items, on=_ID, how="left")
+        )
+        parts.append(_records(accepted, source, prefix, language))
+    rejected = pl.concat(rejected_parts)
+    records = pl.concat(parts, how="diagonal")
+    records = records.select(c for c in RECORD_SCHEMA if c in records.columns).sort(
+        "model", "task", "noise_level", "id"
     )
-
-    rejected = _rejected_rows(checked, os.fspath(outputs), frame.columns)
-    given = [c for c in PASS_THROUGH if c in frame.columns]
-    accepted = (
-        checked.filter(pl.col(_REASON).is_null())
-        .select(_ID, _TASK, _MODEL, _RESPONSE, _NOISE, *given)
-        .join(items, on=_ID, how="left")
-    )
-    records = _records(accepted, os.fspath(outputs), prefix, language)
 
     write_parquet_atomic(records, out)
     rejected_path: Path | None = None
@@ -154,7 +208,7 @@ def ingest_rgb(
         rejected_path_for(out).unlink(missing_ok=True)
     summary = IngestSummary(
         n_items=items.height,
-        n_outputs=frame.height,
+        n_outputs=n_outputs,
         n_records=records.height,
         n_rejected=rejected.height,
         records_path=out,
@@ -162,8 +216,8 @@ def ingest_rgb(
     )
     log.info(
         "%s + %s: %d items, %d output rows -> %d records, %d rejected -> %s",
-        data, outputs, summary.n_items, summary.n_outputs, summary.n_records,
-        summary.n_rejected, out,
+        data, ", ".join(os.fspath(item.path) for item in files), summary.n_items,
+        summary.n_outputs, summary.n_records, summary.n_rejected, out,
     )
     return summary
 
@@ -301,16 +355,25 @@ def _checked_outputs(
     frame: pl.DataFrame,
     source: str,
     items: pl.DataFrame,
-    response_column: str,
+    response_column: str | None,
     task: str | None,
     *,
     data_source: str,
+    labels: OutputsFile,
 ) -> pl.DataFrame:
     """The outputs with typed working columns and ``__reason`` (null for an acceptable row)."""
     _require(frame, "id", source)
-    _require(frame, "model", source)
-    _require(frame, response_column, source,
-             f"name the response column with --response-column (now {response_column!r})")
+    if labels.model is None:
+        _require(frame, "model", source, "or give the model of the file's rows with --model")
+    if response_column is None:
+        response_column = next(
+            (c for c in RESPONSE_COLUMNS if c in frame.columns), RESPONSE_COLUMNS[0]
+        )
+        hint = (f"name the response column with --response-column (read by default: "
+                f"{', '.join(RESPONSE_COLUMNS)})")
+    else:
+        hint = f"name the response column with --response-column (now {response_column!r})"
+    _require(frame, response_column, source, hint)
     if "task" not in frame.columns and task is None:
         _require(frame, "task", source, "or give the task of every row with --task")
     noise_column = next((c for c in NOISE_COLUMNS if c in frame.columns), None)
@@ -320,11 +383,15 @@ def _checked_outputs(
     given_task = pl.lit(task, dtype=pl.String)
     task_expr = pl.coalesce(pl.col("task").cast(pl.String), given_task) if (
         "task" in frame.columns) else given_task
+    model_label = pl.lit(labels.model, dtype=pl.String)
+    model_expr = pl.coalesce(pl.col("model").cast(pl.String), model_label) if (
+        "model" in frame.columns) else model_label
+    noise_label = pl.lit(labels.noise_rate, dtype=pl.Float64)
     try:
         typed = frame.with_columns(
             pl.col("id").cast(pl.String).alias(_ID),
             task_expr.alias(_TASK),
-            pl.col("model").cast(pl.String).alias(_MODEL),
+            model_expr.alias(_MODEL),
             pl.col(response_column).cast(pl.String).alias(_RESPONSE),
             _noise(frame, noise_column).alias(_NOISE_RAW),
         )
@@ -336,17 +403,38 @@ def _checked_outputs(
         pl.col(_ID).is_in(items.get_column(_ID).implode()).alias(_FOUND),
         pl.coalesce(
             pl.col(_NOISE_RAW),
+            noise_label,
             pl.when(pl.col(_TASK) == "negative_rejection").then(NEGATIVE_REJECTION_NOISE),
         ).alias(_NOISE),
     )
-    if noise_column is None:
+    if noise_column is None and labels.noise_rate is None:
         needs = checked.filter(pl.col(_TASK).is_in(RGB_TASKS) & pl.col(_NOISE).is_null())
         if needs.height:
             found = ", ".join(needs.get_column(_TASK).unique(maintain_order=True).to_list())
             _require(frame, "noise_rate", source,
                      f"a noise rate (or 'noise_level') is required for tasks other than "
                      f"negative_rejection (found: {found})")
-    return checked.with_columns(_reason(noise_column, data_source).alias(_REASON))
+    reasons = _label_reasons(frame, noise_column, labels)
+    return checked.with_columns(_reason(noise_column, data_source, reasons).alias(_REASON))
+
+
+def _label_reasons(
+    frame: pl.DataFrame, noise_column: str | None, labels: OutputsFile
+) -> list[pl.Expr]:
+    """Why a row's own model or noise rate contradicts the label of its file."""
+    reasons: list[pl.Expr] = []
+    if labels.model is not None and "model" in frame.columns:
+        own = pl.col("model").cast(pl.String)
+        reasons.append(pl.when(own.is_not_null() & (own != labels.model)).then(
+            pl.format(f"model: '{{}}' in the file differs from --model {labels.model!r}", own)
+        ))
+    if labels.noise_rate is not None and noise_column is not None:
+        own = pl.col(_NOISE_RAW)
+        reasons.append(pl.when(own.is_not_null() & (own != labels.noise_rate)).then(
+            pl.format(f"noise_level: {{}} in the file differs from --noise-rate "
+                      f"{labels.noise_rate:g}", own)
+        ))
+    return reasons
 
 
 def _noise(frame: pl.DataFrame, column: str | None) -> pl.Expr:
@@ -359,7 +447,7 @@ def _noise(frame: pl.DataFrame, column: str | None) -> pl.Expr:
     return pl.lit(None, dtype=pl.Float64)
 
 
-def _reason(noise_column: str | None, data_source: str) -> pl.Expr:
+def _reason(noise_column: str | None, data_source: str, extra: Sequence[pl.Expr]) -> pl.Expr:
     """Every reason a row cannot become a record, joined with "; " (null when there is none)."""
     task, noise = pl.col(_TASK), pl.col(_NOISE)
     noise_given = pl.col(noise_column).is_not_null() if noise_column else pl.lit(False)
@@ -383,6 +471,7 @@ def _reason(noise_column: str | None, data_source: str) -> pl.Expr:
             pl.format("noise_level: {} outside [0, 1]", noise)
         ),
         pl.when(pl.col(_MODEL).is_null()).then(pl.lit("model: missing")),
+        *extra,
     ]
     joined = pl.concat_str(reasons, separator="; ", ignore_nulls=True)
     return pl.when(joined != "").then(joined)
@@ -454,5 +543,5 @@ def _records(joined: pl.DataFrame, source: str, prefix: str, language: str) -> p
     built.update({c: pl.col(c) for c in given if c not in built})
     columns = [built[name].cast(dtype).alias(name) for name, dtype in RECORD_SCHEMA.items()
                if name in built]
-    return joined.select(columns).sort("model", "task", "noise_level", "id")
+    return joined.select(columns)
 

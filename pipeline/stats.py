@@ -1,27 +1,46 @@
 """Uncertainty and significance for ``scores.parquet``: bootstrap intervals and paired model tests.
 
+Both tables are computed per *slice*: a tuple of columns of the scores (``()`` is ``all``, every
+row). A slice's name is ``all`` or its columns joined by commas (``question_type,noise_level``).
+Every table has one typed column per slice column, named and typed as in the scores (the
+contract's ``noise_level`` double, ``category``, ``question_type`` and ``task`` text; a requested
+column its own type, a categorical as text), null where the column is not part of the row's
+slice: :data:`SLICE_COLUMNS` always, then the other columns of the requested slices in the
+order given. Rows with a null in one of their slice's columns are left out of that slice.
+Metrics are named as the slice views name their mean (:data:`METRIC_NAMES`: ``abstain_rate``
+is the mean of ``abstained``); a metric whose mean no view shows keeps its column name.
+
 Two tables are written beside ``scores.parquet``:
 
-* ``intervals.parquet`` -- grain: one row per (view, model, noise_level, category, metric).
-  Views are ``by_model`` (every model; a null model is its own group), ``by_model_noise``
-  (rows with a noise level) and ``by_model_category`` (rows with a category). ``mean`` and ``n``
-  are the plain mean and count of the non-null values; ``ci_low`` / ``ci_high`` are the 2.5th and
-  97.5th percentiles (numpy ``linear``) of the resampled means of a percentile bootstrap over
-  *questions*: rows are clustered by ``id`` (a question can appear once per noise level), ids are
-  drawn with replacement, and a resampled mean is ``sum(w * id_sums) / sum(w * id_counts)``.
-  ``wilson_low`` / ``wilson_high`` are the Wilson score interval (Wilson 1927) of binary metrics.
-* ``comparisons.parquet`` -- grain: one row per (model_a, model_b, slice, slice_value, metric),
-  ``model_a < model_b``. Rows of the two models are paired on (id, run, noise_level, task),
-  nulls equal; a question only one model answered is left out, and so is a key under which a
-  model has several rows (which row to pair is ambiguous; a warning is logged). Slices: ``all``
-  and every non-null value of ``noise_level``, ``category`` and ``task``.
+* ``intervals.parquet`` -- grain: one row per (slice, model, slice columns, metric). Default
+  slices (:data:`INTERVAL_SLICES`): ``all`` (the ``by_model`` view; a null model is its own
+  group), ``noise_level`` (``by_model_noise``) and ``category`` (``by_model_category``).
+  ``mean`` and ``n`` are the plain mean and count of the non-null values; ``ci_low`` /
+  ``ci_high`` are the 2.5th and 97.5th percentiles (numpy ``linear``) of the resampled means of
+  a percentile bootstrap over *questions*: rows are clustered by ``id`` (a question can appear
+  once per noise level), ids are drawn with replacement, and a resampled mean is
+  ``sum(w * id_sums) / sum(w * id_counts)``. ``wilson_low`` / ``wilson_high`` are the Wilson
+  score interval (Wilson 1927) of binary metrics.
+* ``comparisons.parquet`` -- grain: one row per (model_a, model_b, slice, slice columns,
+  metric), ``model_a < model_b``. Rows of the two models are paired on (id, run, noise_level,
+  task), nulls equal; a question only one model answered is left out, and so is a key under
+  which a model has several rows (which row to pair is ambiguous; a warning is logged).
+  Default slices (:data:`COMPARISON_SLICES`): ``all`` and every non-null value of
+  ``noise_level``, ``category`` and ``task``. A pair's value of a column that is not a pairing
+  key (``category``, ``question_type``) is model a's, or model b's where a's is null.
   ``diff = mean_a - mean_b`` over pairs where both values are present, with a paired
   bootstrap interval (clustered by ``id``).
   Binary metrics are tested with the exact two-sided McNemar test (``n_a_only`` pairs where
   only model a scored 1, ``n_b_only`` the converse); other metrics with a paired permutation
   test that flips the signs of the per-question summed differences,
   ``p = (1 + #{|T*| >= |T|}) / (B + 1)``. ``p_adjusted`` is Holm's step-down adjustment over
-  the slice rows of one (model_a, model_b, metric); ``significant`` is ``p_adjusted < 0.05``.
+  one family of rows of one (model_a, model_b, metric): the default slices together, and each
+  requested slice on its own (so asking for a slice never changes the default rows);
+  ``significant`` is ``p_adjusted < 0.05``.
+
+Requested slices (``by``; ``rag-eval stats DIR --by question_type,noise_level``) are added to
+the defaults of both tables; one equal to a default (as a set of columns) is that default. A
+requested slice may have at most :data:`MAX_SLICE_CELLS` combinations of values.
 
 Rows whose metric has no value in a group (``n == 0`` / ``n_pairs == 0``) are left out.
 With ``resamples=0`` the bootstrap intervals and permutation p-values are null; Wilson
@@ -29,19 +48,20 @@ intervals and McNemar tests are still computed.
 
 How it is computed. The scores are read once (or in a few passes, see below), only the key and
 metric columns, and reduced to *sufficient statistics*: per (group, cluster) the sums and counts
-of each metric, per (model pair, slice, cluster) the sums of ``a - b`` and the number of pairs
-with both values. Every resample is then a matrix product over clusters; no row is held after
-its pass. The rule that picks the cluster is global (one per table, from the distinct ids of
-all the scores):
+of each metric, per (model pair, slice value, cluster) the sums of ``a - b`` and the number of
+pairs with both values. The default slices come from one fine grid over their columns (each
+slice a sum over the others), each requested slice from its own grid. Every resample is then a
+matrix product over clusters; no row is held after its pass. The rule that picks the cluster is
+global (one per table, from the distinct ids of all the scores):
 
 * **Exact** (at most :data:`EXACT_MAX_IDS` = 256 distinct ids): a cluster is an id, and each
   group has its own generator ``SeedSequence([seed, *sha256(JSON group key)[:16] as 4 uint32])``
-  with keys ``("interval", view, model, noise_level, category)``,
-  ``("bootstrap", model_a, model_b, slice, slice_value)`` and ``("permutation", ...)``. Each
+  with keys ``("interval", slice, model, *values)``, ``("bootstrap", model_a, model_b, slice,
+  *values)`` and ``("permutation", ...)``, where ``values`` are the row's values of the slice's
+  columns in the slice's order (JSON; a value JSON has no type for is its ``str``). Each
   resample draws the group's ids with replacement (``rng.integers``, ids in ascending order,
   a null id first) and the sign-flip test draws ``rng.integers(0, 2)`` per id: the cluster
-  bootstrap exactly as the package computed it before sufficient statistics (same draws; sums
-  may differ in the last bit), and a group's numbers do not depend on other groups.
+  bootstrap computed group by group, and a group's numbers do not depend on other groups.
 * **Bucketed** (more ids): ids are hashed into :data:`BUCKETS` = 1024 buckets by
   :func:`bucket_of` (the top 10 bits of md5 of the UTF-8 id, stable across library versions), and
   buckets are resampled instead of ids. One weight matrix ``W`` (resamples x buckets; each row
@@ -69,9 +89,10 @@ import itertools
 import json
 import logging
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import duckdb
@@ -82,25 +103,35 @@ from pipeline.io.atomic import write_parquet_atomic
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, SCORES_FILE
 from pipeline.metrics.registry import REGISTRY
 from pipeline.metrics.spec import MEAN_KINDS
-from pipeline.schema import InputError
+from pipeline.schema import RECORD_SCHEMA, InputError
 
 __all__ = [
+    "ALL",
     "COMPARISONS_FILE",
     "COMPARISON_SCHEMA",
+    "COMPARISON_SLICES",
     "CONFIDENCE",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "INTERVALS_FILE",
     "INTERVAL_SCHEMA",
+    "INTERVAL_SLICES",
+    "MAX_SLICE_CELLS",
+    "METRIC_NAMES",
+    "SLICE_COLUMNS",
     "StatsSummary",
     "benjamini_hochberg",
     "binary_columns",
     "bucket_of",
+    "check_slices",
     "comparison_table",
     "holm",
     "interval_table",
     "mcnemar_exact_p",
     "metric_columns",
+    "metric_name",
+    "parse_slice",
+    "slice_name",
     "wilson_interval",
     "write_stats",
 ]
@@ -123,14 +154,31 @@ CORRECTION = "holm"
 
 #: Rows of the two models are paired on these columns (nulls equal).
 PAIR_KEYS: tuple[str, ...] = ("id", "run", "noise_level", "task")
-#: Slice columns of the comparison table, besides ``all``.
-SLICES: tuple[str, ...] = ("noise_level", "category", "task")
-#: Views of the interval table: name -> the columns that define a group besides ``model``.
-VIEWS: dict[str, tuple[str, ...]] = {
-    "by_model": (),
-    "by_model_noise": ("noise_level",),
-    "by_model_category": ("category",),
-}
+#: The name of the slice of all rows.
+ALL = "all"
+#: Slice columns every table has a typed column for, in this order (null where a row's slice
+#: does not use them); the other columns of requested slices follow them.
+SLICE_COLUMNS: tuple[str, ...] = ("noise_level", "category", "question_type", "task")
+#: Default slices of the intervals (always per model): all rows, each noise level, each category.
+INTERVAL_SLICES: tuple[tuple[str, ...], ...] = ((), ("noise_level",), ("category",))
+#: Default slices of the comparisons: all rows, each noise level, category and RGB task.
+COMPARISON_SLICES: tuple[tuple[str, ...], ...] = (
+    (), ("noise_level",), ("category",), ("task",),
+)
+#: Most combinations of values (the product of each column's distinct non-null values) a
+#: requested slice may have: its sums take groups x clusters x metrics floats.
+MAX_SLICE_CELLS = 256
+#: A metric's name in the tables where the slice views (``metrics_by_slice.sql``) name its mean
+#: otherwise; every other metric keeps its column name.
+METRIC_NAMES: Mapping[str, str] = MappingProxyType({
+    "citation_precision": "citation_precision_macro",
+    "citation_recall": "citation_recall_macro",
+    "citation_f1": "citation_f1_macro",
+    "abstained": "abstain_rate",
+    "abstention_correct": "abstention_accuracy",
+    "insufficient_context_detected": "insufficient_context_rate",
+    "total_tokens": "mean_total_tokens",
+})
 
 #: At most this many distinct ids: the exact cluster bootstrap (one generator per group). Its
 #: cost grows as groups x ids x resamples (about 15 ns per draw: 1,333 ids in 84 groups took
@@ -146,11 +194,15 @@ PASS_ROWS = 2_000_000
 #: draws and the int64 counts behind it a chunk peaks near 320 MiB.
 _CHUNK_ELEMENTS = 2**24
 
-INTERVAL_SCHEMA: dict[str, pl.DataType] = {
-    "view": pl.String(),
-    "model": pl.String(),
-    "noise_level": pl.Float64(),
-    "category": pl.String(),
+#: Key columns whose type the scores contract fixes (others keep the type they have).
+_KEY_DTYPES: dict[str, pl.DataType] = {
+    c: RECORD_SCHEMA[c] for c in ("model", "run", *SLICE_COLUMNS)
+}
+#: Columns a slice cannot use: the model is a key of every interval and the pair of every
+#: comparison, the id is the cluster.
+_NOT_SLICES: tuple[str, ...] = ("model", "id")
+
+_INTERVAL_VALUES: dict[str, pl.DataType] = {
     "metric": pl.String(),
     "n": pl.Int64(),
     "mean": pl.Float64(),
@@ -162,12 +214,7 @@ INTERVAL_SCHEMA: dict[str, pl.DataType] = {
     "seed": pl.Int64(),
     "method": pl.String(),
 }
-
-COMPARISON_SCHEMA: dict[str, pl.DataType] = {
-    "model_a": pl.String(),
-    "model_b": pl.String(),
-    "slice": pl.String(),
-    "slice_value": pl.String(),
+_COMPARISON_VALUES: dict[str, pl.DataType] = {
     "metric": pl.String(),
     "n_pairs": pl.Int64(),
     "mean_a": pl.Float64(),
@@ -187,6 +234,23 @@ COMPARISON_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+def interval_schema(keys: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """Columns of ``intervals.parquet`` with the slice columns ``keys`` (name -> dtype)."""
+    return {"slice": pl.String(), "model": pl.String(), **keys, **_INTERVAL_VALUES}
+
+
+def comparison_schema(keys: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """Columns of ``comparisons.parquet`` with the slice columns ``keys`` (name -> dtype)."""
+    return {"model_a": pl.String(), "model_b": pl.String(), "slice": pl.String(), **keys,
+            **_COMPARISON_VALUES}
+
+
+_DEFAULT_KEYS = {c: _KEY_DTYPES[c] for c in SLICE_COLUMNS}
+#: The tables' columns with the default slices only.
+INTERVAL_SCHEMA: dict[str, pl.DataType] = interval_schema(_DEFAULT_KEYS)
+COMPARISON_SCHEMA: dict[str, pl.DataType] = comparison_schema(_DEFAULT_KEYS)
+
+
 @dataclass(frozen=True)
 class StatsSummary:
     """What :func:`write_stats` wrote."""
@@ -198,6 +262,8 @@ class StatsSummary:
     significant: int
     resamples: int
     seed: int
+    #: Names of the slices of the comparisons (the intervals have the same but ``task``).
+    slices: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- columns
@@ -229,6 +295,99 @@ def binary_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
     ['answer_em']
     """
     return [name for name in metric_columns(scores_schema) if REGISTRY[name].kind == "flag"]
+
+
+def metric_name(column: str) -> str:
+    """The name of a metric column's mean in the tables: the slice views' name for it.
+
+    >>> metric_name("abstained"), metric_name("answer_f1")
+    ('abstain_rate', 'answer_f1')
+    """
+    return METRIC_NAMES.get(column, column)
+
+
+# --------------------------------------------------------------------------- slices
+
+
+def slice_name(columns: Sequence[str]) -> str:
+    """The name of a slice: ``all`` for no column, else its columns joined by commas.
+
+    >>> slice_name(()), slice_name(("question_type", "noise_level"))
+    ('all', 'question_type,noise_level')
+    """
+    return ",".join(columns) if columns else ALL
+
+
+def parse_slice(text: str) -> tuple[str, ...]:
+    """The columns of a slice written as ``COLUMN[,COLUMN...]`` (``all``: no column).
+
+    >>> parse_slice("question_type, noise_level")
+    ('question_type', 'noise_level')
+    """
+    columns = tuple(c.strip() for c in text.split(","))
+    if columns == (ALL,):
+        return ()
+    if not all(columns):
+        raise InputError(f"a slice is COLUMN[,COLUMN...]; got {text!r}")
+    return columns
+
+
+def _sliceable(dtype: pl.DataType) -> bool:
+    return not dtype.is_nested() and not isinstance(dtype, pl.Object | pl.Binary)
+
+
+def _key_dtype(column: str, dtype: pl.DataType | None) -> pl.DataType:
+    """The type of a slice column in the tables (and of its values while coding)."""
+    if column in _KEY_DTYPES or dtype is None:
+        return _KEY_DTYPES.get(column, pl.String())
+    if isinstance(dtype, pl.Categorical | pl.Enum):
+        return pl.String()
+    return dtype
+
+
+def check_slices(
+    scores_schema: Mapping[str, pl.DataType], by: Iterable[str | Sequence[str]]
+) -> tuple[tuple[str, ...], ...]:
+    """The requested slices ``by`` (each a tuple of columns, or a text for :func:`parse_slice`)
+    checked against the scores: every column exists, is not ``model`` or ``id``, holds plain
+    values and is named unlike a column of the tables; a column repeated within a slice is an
+    error, a slice repeated (as a set) is dropped.
+
+    An unknown column raises :class:`~pipeline.schema.InputError` naming the columns a slice
+    may use.
+
+    >>> check_slices({"id": pl.String(), "question_type": pl.String(),
+    ...               "noise_level": pl.Float64()}, ["question_type,noise_level"])
+    (('question_type', 'noise_level'),)
+    """
+    reserved = set(interval_schema({})) | set(comparison_schema({}))
+    available = [c for c, dtype in scores_schema.items()
+                 if c not in _NOT_SLICES and c not in reserved and _sliceable(dtype)]
+    slices: list[tuple[str, ...]] = []
+    seen: set[frozenset[str]] = set()
+    for given in by:
+        columns = parse_slice(given) if isinstance(given, str) else tuple(given)
+        if len(set(columns)) != len(columns):
+            raise InputError(f"slice {slice_name(columns)!r} names a column twice")
+        for column in columns:
+            if column in _NOT_SLICES:
+                raise InputError(
+                    f"{column!r} cannot be a slice column: every interval is per model and "
+                    "every comparison a pair of models, and the id is what is resampled"
+                )
+            if column not in available:
+                problem = ("is not a column of the scores" if column not in scores_schema
+                           else "cannot be a slice column")
+                keys = [c for c in available if c not in REGISTRY]
+                metrics = len(available) - len(keys)
+                raise InputError(
+                    f"slice column {column!r} {problem}; available: {', '.join(keys)}"
+                    + (f" (and the {metrics} metric columns)" if metrics else "")
+                )
+        if frozenset(columns) not in seen:
+            seen.add(frozenset(columns))
+            slices.append(columns)
+    return tuple(slices)
 
 
 # --------------------------------------------------------------------------- closed forms
@@ -369,7 +528,7 @@ def _check_buckets(buckets: int) -> None:
 
 def _rng(seed: int, *key: Any) -> np.random.Generator:
     """A generator for one group: the seed plus four words of sha256 of the group key as JSON."""
-    digest = hashlib.sha256(json.dumps(key).encode()).digest()
+    digest = hashlib.sha256(json.dumps(key, default=str).encode()).digest()
     words = np.frombuffer(digest[:16], dtype="<u4").tolist()
     return np.random.default_rng(np.random.SeedSequence([seed, *words]))
 
@@ -555,8 +714,25 @@ def bucket_of(ids: pl.Series, buckets: int = BUCKETS) -> pl.Series:
     return codes.fill_null(0).cast(pl.UInt32).rename("cluster")
 
 
-#: Key columns coded as small integers: each value its rank among the non-null values, null last.
-_CODED: tuple[str, ...] = ("model", "noise_level", "category", "task", "run")
+@dataclass(frozen=True)
+class _Grid:
+    """Slices computed from one fine grid: ``columns`` are its axes, each slice a subset."""
+
+    columns: tuple[str, ...]
+    slices: tuple[tuple[str, ...], ...]
+
+
+def _grids(
+    defaults: tuple[tuple[str, ...], ...], requested: tuple[tuple[str, ...], ...]
+) -> tuple[_Grid, ...]:
+    """One grid for the default slices, one per requested slice that is not a default."""
+    grids = [_Grid(tuple(dict.fromkeys(c for s in defaults for c in s)), defaults)]
+    known = {frozenset(s) for s in defaults}
+    for columns in requested:
+        if frozenset(columns) not in known:
+            known.add(frozenset(columns))
+            grids.append(_Grid(columns, (columns,)))
+    return tuple(grids)
 
 
 @dataclass(frozen=True)
@@ -566,7 +742,13 @@ class _Layout:
     mapping: pl.DataFrame  # id, idx (rank of the id, null first), cluster; one row per id
     exact: bool  # clusters are ids (idx), else md5 buckets
     clusters: int  # number of cluster codes
-    values: dict[str, list[Any]]  # column -> sorted non-null values ([] if the column is absent)
+    #: Key columns coded as small integers (each value its rank among the non-null values,
+    #: null last) -> their sorted non-null values ([] if the column is absent).
+    values: dict[str, list[Any]]
+    dtypes: dict[str, pl.DataType]  # key column -> its type while coding and in the tables
+    key_columns: tuple[str, ...]  # the typed slice columns of the tables, in order
+    interval_grids: tuple[_Grid, ...]
+    comparison_grids: tuple[_Grid, ...]
     metrics: list[str]
     binary: np.ndarray
     rows: int
@@ -575,21 +757,42 @@ class _Layout:
         """Codes of a key column: its values and null."""
         return len(self.values[column]) + 1
 
+    def cells(self, columns: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Every combination of non-null values of ``columns``, in the order of the grids."""
+        return list(itertools.product(*(self.values[c] for c in columns)))
 
-def _layout(lf: pl.LazyFrame, exact_max_ids: int, buckets: int) -> _Layout:
+
+def _layout(
+    lf: pl.LazyFrame, exact_max_ids: int, buckets: int, by: Iterable[str | Sequence[str]] = ()
+) -> _Layout:
     _check_buckets(buckets)
     schema = lf.collect_schema()
-    present = [c for c in _CODED if c in schema]
-    as_type = {c: pl.Float64 if c == "noise_level" else pl.String for c in present}
+    requested = check_slices(schema, by)
+    interval_grids = _grids(INTERVAL_SLICES, requested)
+    comparison_grids = _grids(COMPARISON_SLICES, requested)
+    used = [c for grid in (*interval_grids, *comparison_grids) for c in grid.columns]
+    coded = tuple(dict.fromkeys(("model", "run", "noise_level", "task", *used)))
+    key_columns = tuple(dict.fromkeys((*SLICE_COLUMNS, *used)))
+    dtypes = {c: _key_dtype(c, schema.get(c)) for c in dict.fromkeys((*coded, *key_columns))}
+    present = [c for c in coded if c in schema]
     ids, rows, *dictionaries = pl.collect_all(
         [
             lf.select(pl.col("id").unique()),
             lf.select(pl.len()),
-            *(lf.select(pl.col(c).cast(as_type[c]).drop_nulls().unique()) for c in present),
+            *(lf.select(pl.col(c).cast(dtypes[c]).drop_nulls().unique()) for c in present),
         ],
         engine="streaming",
     )
     values = {c: frame[c].sort().to_list() for c, frame in zip(present, dictionaries, strict=True)}
+    values = {c: values.get(c, []) for c in coded}
+    for columns in requested:
+        cells = math.prod(len(values[c]) for c in columns)
+        if cells > MAX_SLICE_CELLS:
+            counts = ", ".join(f"{c}: {len(values[c])}" for c in columns)
+            raise InputError(
+                f"slice {slice_name(columns)!r} has {cells} combinations of values ({counts} "
+                f"distinct values); at most {MAX_SLICE_CELLS}"
+            )
     id_values = ids["id"].sort(nulls_last=False)  # the order of the exact bootstrap's ranks
     idx = pl.Series("idx", np.arange(id_values.len(), dtype=np.uint32))
     exact = id_values.len() <= exact_max_ids
@@ -600,7 +803,11 @@ def _layout(lf: pl.LazyFrame, exact_max_ids: int, buckets: int) -> _Layout:
         mapping=pl.DataFrame([id_values, idx, cluster]),
         exact=exact,
         clusters=id_values.len() if exact else buckets,
-        values={c: values.get(c, []) for c in _CODED},
+        values=values,
+        dtypes=dtypes,
+        key_columns=key_columns,
+        interval_grids=interval_grids,
+        comparison_grids=comparison_grids,
         metrics=metrics,
         binary=np.array([m in binary_set for m in metrics], dtype=bool),
         rows=int(rows.item()),
@@ -614,14 +821,13 @@ def _passes(
     integer codes of the key columns, ``idx`` and ``cluster``, and one array per metric (NaN for
     null or NaN). Only these columns are read; rows keep their order."""
     codes = []
-    for column in _CODED:
-        values = layout.values[column]
+    for column, values in layout.values.items():
         if not values:
             continue
-        source = pl.col(column).cast(pl.Float64 if column == "noise_level" else pl.String)
         codes.append(
-            source.replace_strict(values, list(range(len(values))), default=len(values),
-                                  return_dtype=pl.Int64)
+            pl.col(column).cast(layout.dtypes[column])
+            .replace_strict(values, list(range(len(values))), default=len(values),
+                            return_dtype=pl.Int64)
             .fill_null(len(values)).alias(column)
         )
     columns: list[pl.Expr] = [
@@ -641,7 +847,7 @@ def _passes(
         )
         arrays = {
             c: batch[c].to_numpy() if c in batch.columns else np.full(batch.height, 0, np.int64)
-            for c in _CODED
+            for c in layout.values
         }
         arrays["idx"] = batch["idx"].to_numpy().astype(np.int64)
         arrays["cluster"] = batch["cluster"].to_numpy().astype(np.int64)
@@ -674,17 +880,37 @@ def _sum_by(
     return sums, counts
 
 
-def _roll_up(fine: np.ndarray, axes: list[int]) -> np.ndarray:
-    """Slices of a fine grid (..., n_1, ..., n_k, clusters) whose last code on each axis is null:
-    ``all`` (the sum over every axis), then each non-null value of each axis in turn."""
-    lead = fine.ndim - len(axes) - 1
-    every = tuple(range(lead, lead + len(axes)))
-    parts = [fine.sum(axis=every)[..., None, :]]
-    for axis in range(len(axes)):
-        others = tuple(a for a in every if a != lead + axis)
-        non_null = np.take(fine, np.arange(axes[axis] - 1), axis=lead + axis)
-        parts.append(non_null.sum(axis=others))
-    return np.concatenate(parts, axis=-2)
+def _fine_codes(
+    codes: Mapping[str, np.ndarray], grid: _Grid, layout: _Layout, length: int
+) -> np.ndarray:
+    """The cell of each of ``length`` rows in ``grid``: its codes of the grid's columns in
+    mixed radix (null last on every axis)."""
+    fine = np.zeros(length, dtype=np.int64)
+    for column in grid.columns:
+        fine = fine * layout.size(column) + codes[column]
+    return fine
+
+
+def _marginals(fine: np.ndarray, lead: int, grid: _Grid, layout: _Layout) -> list[np.ndarray]:
+    """The slices of ``grid`` from its fine cells.
+
+    ``fine`` is ``(*lead axes, *grid sizes, clusters)`` with the null code last on every grid
+    axis. One array per slice, ``(*lead axes, cells, clusters)``: the sums over the grid's other
+    columns for every combination of non-null codes of the slice's columns (row-major in the
+    slice's column order, as :meth:`_Layout.cells`).
+    """
+    parts = []
+    for columns in grid.slices:
+        keep = [grid.columns.index(c) for c in columns]
+        drop = tuple(lead + a for a in range(len(grid.columns)) if a not in keep)
+        part = fine.sum(axis=drop) if drop else fine
+        kept = sorted(keep)  # the order of the remaining axes
+        part = np.moveaxis(part, [lead + kept.index(a) for a in keep],
+                           [lead + i for i in range(len(keep))])
+        for i, column in enumerate(columns):
+            part = np.take(part, np.arange(layout.size(column) - 1), axis=lead + i)
+        parts.append(part.reshape(*part.shape[:lead], -1, part.shape[-1]))
+    return parts
 
 
 @dataclass
@@ -695,35 +921,50 @@ class _Stats:
     interval_sums: np.ndarray  # metrics x groups x clusters
     interval_counts: np.ndarray
     interval_rows: np.ndarray  # groups x clusters
-    pair_d: np.ndarray  # pairs x metrics x slices x clusters: sums of a - b over both present
+    pair_d: np.ndarray  # pairs x metrics x slice cells x clusters: sums of a - b, both present
     pair_n: np.ndarray  # pairs with both present
-    pair_keys: np.ndarray  # pairs x slices x clusters: paired keys
-    pair_totals: np.ndarray  # pairs x 4 x metrics x slices: sums of a, b; (1, 0) and (0, 1) pairs
+    pair_keys: np.ndarray  # pairs x slice cells x clusters: paired keys
+    pair_totals: np.ndarray  # pairs x 4 x metrics x cells: sums of a, b; (1, 0) and (0, 1) pairs
     duplicates: np.ndarray  # models: rows that share a pairing key with another row of the model
 
 
-def _interval_groups(layout: _Layout) -> list[tuple[str, Any, Any, Any]]:
-    """(view, model, noise_level, category) of each interval group, in the order of the grid."""
+def _interval_groups(layout: _Layout) -> list[tuple[tuple[str, ...], Any, tuple[Any, ...]]]:
+    """(slice columns, model, values) of each interval group, in the order of the sums:
+    slice after slice, and within one model after model (null last), then its cells."""
     models = [*layout.values["model"], None]
-    groups: list[tuple[str, Any, Any, Any]] = [("by_model", m, None, None) for m in models]
-    groups += [("by_model_noise", m, v, None) for m in models for v in layout.values["noise_level"]]
-    groups += [("by_model_category", m, None, c) for m in models for c in layout.values["category"]]
-    return groups
+    return [
+        (columns, model, cell)
+        for grid in layout.interval_grids for columns in grid.slices
+        for model in models for cell in layout.cells(columns)
+    ]
 
 
-def _slice_names(layout: _Layout) -> list[tuple[str, str]]:
-    """(slice, slice_value) of each comparison slice, in the order of :func:`_roll_up`."""
-    names = [("all", "all")]
-    for column in SLICES:
-        names += [(column, str(v)) for v in layout.values[column]]
-    return names
+def _slice_cells(layout: _Layout) -> list[tuple[tuple[str, ...], tuple[Any, ...]]]:
+    """(slice columns, values) of each comparison slice cell, in the order of the sums."""
+    return [
+        (columns, cell)
+        for grid in layout.comparison_grids for columns in grid.slices
+        for cell in layout.cells(columns)
+    ]
+
+
+def _key_frame(
+    layout: _Layout, slices: Sequence[tuple[tuple[str, ...], tuple[Any, ...]]]
+) -> pl.DataFrame:
+    """``slice`` and the typed slice columns (null outside the slice) of each slice cell."""
+    rows = [dict(zip(columns, cell, strict=True)) for columns, cell in slices]
+    return pl.DataFrame({
+        "slice": pl.Series([slice_name(columns) for columns, _ in slices], dtype=pl.String),
+        **{c: pl.Series([row.get(c) for row in rows], dtype=layout.dtypes[c])
+           for c in layout.key_columns},
+    })
 
 
 def _statistics(lf: pl.LazyFrame, layout: _Layout) -> _Stats:
     """One pass (or a few, by cluster) over the rows: sums and counts per group and cluster."""
     n_model, k, m = layout.size("model"), layout.clusters, len(layout.metrics)
     pairs = len(list(itertools.combinations(range(n_model - 1), 2)))
-    groups, slices = len(_interval_groups(layout)), len(_slice_names(layout))
+    groups, slices = len(_interval_groups(layout)), len(_slice_cells(layout))
     stats = _Stats(
         layout=layout,
         interval_sums=np.zeros((m, groups, k)),
@@ -747,27 +988,26 @@ def _statistics(lf: pl.LazyFrame, layout: _Layout) -> _Stats:
 def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.ndarray]) -> None:
     """Add the sufficient statistics of one pass of rows to ``stats``."""
     layout = stats.layout
-    n_model, n_noise, n_category, n_task = (
-        layout.size(c) for c in ("model", "noise_level", "category", "task")
-    )
+    n_model, n_noise, n_task = (layout.size(c) for c in ("model", "noise_level", "task"))
     n_run, k, m = layout.size("run"), layout.clusters, len(layout.metrics)
     pairs = list(itertools.combinations(range(n_model - 1), 2))
-    grid = (n_model, n_noise, n_category)
     cluster = codes["cluster"]
-    # intervals: grid (model, noise, category, cluster) -> the three views
-    cell = ((codes["model"] * n_noise + codes["noise_level"]) * n_category
-            + codes["category"]) * k + cluster
-    size = n_model * n_noise * n_category * k
-    fine_sums, fine_counts = _sum_by(cell, values, size)
-    fine_rows = np.bincount(cell, minlength=size).astype(np.float64)
-    for total, fine in ((stats.interval_sums, fine_sums), (stats.interval_counts, fine_counts),
-                        (stats.interval_rows, fine_rows[None])):
-        grid_values = fine.reshape(-1, *grid, k)
-        total += np.concatenate([
-            grid_values.sum(axis=(2, 3)),
-            grid_values[:, :, :-1].sum(axis=3).reshape(grid_values.shape[0], -1, k),
-            grid_values[:, :, :, :-1].sum(axis=2).reshape(grid_values.shape[0], -1, k),
-        ], axis=1).reshape(total.shape)
+    # intervals: per grid the fine cells (model, grid columns, cluster), then its slices
+    grouped: tuple[list[np.ndarray], ...] = ([], [], [])
+    for grid in layout.interval_grids:
+        sizes = [layout.size(c) for c in grid.columns]
+        fine_cell = _fine_codes(codes, grid, layout, cluster.size)
+        cell = (codes["model"] * math.prod(sizes) + fine_cell) * k + cluster
+        size = n_model * math.prod(sizes) * k
+        fine_sums, fine_counts = _sum_by(cell, values, size)
+        fine_rows = np.bincount(cell, minlength=size).astype(np.float64)
+        for parts, fine in zip(grouped, (fine_sums, fine_counts, fine_rows[None]), strict=True):
+            for part in _marginals(fine.reshape(-1, n_model, *sizes, k), 2, grid, layout):
+                parts.append(part.reshape(part.shape[0], -1, k))  # model-major groups
+    for total, parts in zip(
+        (stats.interval_sums, stats.interval_counts, stats.interval_rows), grouped, strict=True
+    ):
+        total += np.concatenate(parts, axis=1).reshape(total.shape)
     if not pairs:
         return
     # comparisons: rows keyed by (id, run, noise_level, task); a key a model has several
@@ -783,13 +1023,13 @@ def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.nda
     if key_space > 4 * max(key.size, 1 << 18):
         unique, key = np.unique(key, return_inverse=True)
         key_space = unique.size
-    key_noise, key_task, key_cluster = (
-        np.zeros(key_space, dtype=np.int64) for _ in range(3)
-    )
-    key_noise[key], key_task[key], key_cluster[key] = (
-        codes["noise_level"], codes["task"], cluster
-    )
-    aligned = []  # per model: metrics x keys (NaN: no value, no row or several), category
+    columns = list(dict.fromkeys(c for grid in layout.comparison_grids for c in grid.columns))
+    by_key = [c for c in columns if c in PAIR_KEYS]  # the same for both rows of a pair
+    by_model = [c for c in columns if c not in PAIR_KEYS]  # model a's value, else model b's
+    key_codes = {c: np.zeros(key_space, dtype=np.int64) for c in (*by_key, "cluster")}
+    for c in key_codes:
+        key_codes[c][key] = codes[c]
+    aligned = []  # per model: metrics x keys (NaN: no value, no row or several), own codes
     for i in range(n_model - 1):
         rows = np.flatnonzero(codes["model"] == i)
         count = np.bincount(key[rows], minlength=key_space)
@@ -798,39 +1038,61 @@ def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.nda
         unique_rows = rows[count[key[rows]] == 1]
         for metric, column in enumerate(values):
             model_values[metric, key[unique_rows]] = column[unique_rows]
-        category = np.full(key_space, n_category - 1, dtype=np.int64)
-        category[key[rows]] = codes["category"][rows]
-        aligned.append((model_values, category, count == 1))
-    axes = [n_noise, n_category, n_task]
-    fine_size = n_noise * n_category * n_task
-    size = fine_size * k
+        own = {}
+        for c in by_model:
+            own[c] = np.full(key_space, layout.size(c) - 1, dtype=np.int64)
+            own[c][key[rows]] = codes[c][rows]
+        aligned.append((model_values, own, count == 1))
     for p, (i, j) in enumerate(pairs):
-        values_a, category_a, unique_a = aligned[i]
-        values_b, category_b, unique_b = aligned[j]
+        values_a, own_a, unique_a = aligned[i]
+        values_b, own_b, unique_b = aligned[j]
         paired = unique_a & unique_b
-        category = np.where(category_a < n_category - 1, category_a, category_b)
-        fine = np.where(paired, (key_noise * n_category + category) * n_task + key_task,
-                        fine_size)  # unpaired keys go to a last bin that is dropped
-        cell = np.where(paired, fine * k + key_cluster, size)
-        d, n = np.empty((m, size)), np.empty((m, size))
-        totals = np.zeros((4, m, fine_size))
+        pair_codes = {c: key_codes[c] for c in by_key}
+        for c in by_model:
+            pair_codes[c] = np.where(own_a[c] < layout.size(c) - 1, own_a[c], own_b[c])
+        cells = []  # per grid: fine cell and (fine cell, cluster) of each key; unpaired last
+        for grid in layout.comparison_grids:
+            fine_size = math.prod(layout.size(c) for c in grid.columns)
+            fine = np.where(paired, _fine_codes(pair_codes, grid, layout, key_space),
+                            fine_size)
+            size = fine_size * k
+            cells.append((fine, np.where(paired, fine * k + key_codes["cluster"], size),
+                          fine_size))
+        d = [np.empty((m, fine_size * k)) for _, _, fine_size in cells]
+        n = [np.empty((m, fine_size * k)) for _, _, fine_size in cells]
+        totals = [np.zeros((4, m, fine_size)) for _, _, fine_size in cells]
         for metric in range(m):
             a, b = values_a[metric], values_b[metric]
             diff = a - b  # NaN unless both values are there
             both = ~np.isnan(diff)
-            d[metric] = np.bincount(cell, np.where(both, diff, 0.0), size + 1)[:size]
-            n[metric] = np.bincount(cell, both.astype(np.float64), size + 1)[:size]
-            totals[0, metric] = np.bincount(fine, np.where(both, a, 0.0), fine_size + 1)[:-1]
-            totals[1, metric] = np.bincount(fine, np.where(both, b, 0.0), fine_size + 1)[:-1]
+            weights = [np.where(both, diff, 0.0), both.astype(np.float64),
+                       np.where(both, a, 0.0), np.where(both, b, 0.0)]
             if layout.binary[metric]:
-                for t, (x, y) in ((2, (1, 0)), (3, (0, 1))):
-                    hit = (both & (a == x) & (b == y)).astype(np.float64)
-                    totals[t, metric] = np.bincount(fine, hit, fine_size + 1)[:-1]
-        keys = np.bincount(cell, minlength=size + 1)[:size].astype(np.float64)
-        stats.pair_d[p] += _roll_up(d.reshape(m, *axes, k), axes)
-        stats.pair_n[p] += _roll_up(n.reshape(m, *axes, k), axes)
-        stats.pair_keys[p] += _roll_up(keys.reshape(*axes, k), axes)
-        stats.pair_totals[p] += _roll_up(totals.reshape(4, m, *axes, 1), axes)[..., 0]
+                weights += [(both & (a == x) & (b == y)).astype(np.float64)
+                            for x, y in ((1, 0), (0, 1))]
+            for g, (fine, cell, fine_size) in enumerate(cells):
+                size = fine_size * k
+                d[g][metric] = np.bincount(cell, weights[0], size + 1)[:size]
+                n[g][metric] = np.bincount(cell, weights[1], size + 1)[:size]
+                for t, weight in enumerate(weights[2:]):
+                    totals[g][t, metric] = np.bincount(fine, weight, fine_size + 1)[:-1]
+        found: tuple[list[np.ndarray], ...] = ([], [], [], [])
+        for g, (grid, (_, cell, fine_size)) in enumerate(
+            zip(layout.comparison_grids, cells, strict=True)
+        ):
+            sizes = [layout.size(c) for c in grid.columns]
+            keys = np.bincount(cell, minlength=fine_size * k + 1)[:-1].astype(np.float64)
+            found[0].extend(_marginals(d[g].reshape(m, *sizes, k), 1, grid, layout))
+            found[1].extend(_marginals(n[g].reshape(m, *sizes, k), 1, grid, layout))
+            found[2].extend(_marginals(keys.reshape(*sizes, k), 0, grid, layout))
+            found[3].extend(
+                part[..., 0]
+                for part in _marginals(totals[g].reshape(4, m, *sizes, 1), 2, grid, layout)
+            )
+        stats.pair_d[p] += np.concatenate(found[0], axis=1)
+        stats.pair_n[p] += np.concatenate(found[1], axis=1)
+        stats.pair_keys[p] += np.concatenate(found[2], axis=0)
+        stats.pair_totals[p] += np.concatenate(found[3], axis=2)
 
 
 # --------------------------------------------------------------------------- intervals
@@ -839,22 +1101,37 @@ def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.nda
 def interval_table(
     scores: pl.DataFrame | pl.LazyFrame, *, resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED, exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
+    by: Iterable[str | Sequence[str]] = (),
 ) -> pl.DataFrame:
-    """Bootstrap and Wilson intervals of every metric per model, model x noise, model x category.
+    """Bootstrap and Wilson intervals of every metric per model, over all rows, per noise level
+    and per category, and per slice of ``by`` (each a tuple of columns of the scores, or
+    ``"COLUMN,COLUMN"``).
 
-    Grain: one row per (view, model, noise_level, category, metric); see the module docstring.
+    Grain: one row per (slice, model, slice columns, metric); see the module docstring.
+
+    >>> scores = pl.DataFrame({"id": ["q1", "q2"], "model": ["m", "m"], "answer_em": [1, 0]})
+    >>> interval_table(scores, resamples=0).select("slice", "model", "metric", "n", "mean").row(0)
+    ('all', 'm', 'answer_em', 2, 0.5)
     """
     _check_resamples(resamples)
     lf = scores.lazy()
+    by = tuple(by)
     if not _has_stats_columns(lf):
-        return pl.DataFrame(schema=INTERVAL_SCHEMA)
-    layout = _layout(lf, exact_max_ids, buckets)
+        return pl.DataFrame(schema=interval_schema(_empty_keys(lf, by)))
+    layout = _layout(lf, exact_max_ids, buckets, by)
     return _interval_table(_statistics(lf, layout), resamples, seed)
 
 
 def _has_stats_columns(lf: pl.LazyFrame) -> bool:
     schema = lf.collect_schema()
     return "model" in schema and "id" in schema and bool(metric_columns(schema))
+
+
+def _empty_keys(lf: pl.LazyFrame, by: Iterable[str | Sequence[str]]) -> dict[str, pl.DataType]:
+    """The slice columns of the empty tables of scores without metrics (``by`` checked)."""
+    schema = lf.collect_schema()
+    columns = dict.fromkeys((*SLICE_COLUMNS, *(c for s in check_slices(schema, by) for c in s)))
+    return {c: _key_dtype(c, schema.get(c)) for c in columns}
 
 
 def _interval_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
@@ -865,12 +1142,13 @@ def _interval_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
     total = sums.sum(axis=2).T
     low, high = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
     if layout.exact:
-        for g, key in enumerate(groups):
+        for g, (columns, model, cell) in enumerate(groups):
             present = np.flatnonzero(stats.interval_rows[g] > 0)
             if present.size == 0 or not (n[g] > 0).any():
                 continue
-            means = _bootstrap_means(sums[:, g, present].T, counts[:, g, present].T,
-                                     _rng(seed, "interval", *key), resamples)
+            rng = _rng(seed, "interval", slice_name(columns), model, *cell)
+            means = _bootstrap_means(sums[:, g, present].T, counts[:, g, present].T, rng,
+                                     resamples)
             low[g], high[g] = _percentile_interval(means)
         method = BOOTSTRAP_METHOD
     else:
@@ -885,26 +1163,24 @@ def _interval_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
     w_low, w_high = wilson_interval(total, n)
     binary = np.broadcast_to(layout.binary, n.shape)
     repeat = np.repeat(np.arange(len(groups)), len(metrics))
-    keys = [list(column) for column in zip(*groups, strict=True)] if groups else [[]] * 4
-    table = pl.DataFrame(
-        {
-            **{name: pl.Series(values, dtype=INTERVAL_SCHEMA[name]).gather(repeat)
-               for name, values in zip(("view", "model", "noise_level", "category"), keys,
-                                       strict=True)},
-            "metric": np.tile(np.array(metrics, dtype=object), len(groups)).tolist(),
-            "n": n.ravel().astype(np.int64),
-            "mean": _nullable(mean.ravel()),
-            "ci_low": _nullable(low.ravel()),
-            "ci_high": _nullable(high.ravel()),
-            "wilson_low": _nullable(np.where(binary, w_low, np.nan).ravel()),
-            "wilson_high": _nullable(np.where(binary, w_high, np.nan).ravel()),
-            "resamples": resamples,
-            "seed": seed,
-            "method": method,
-        },
-        schema=INTERVAL_SCHEMA,
-    ).filter(pl.col("n") > 0)
-    return table.sort(["view", "model", "noise_level", "category", "metric"], nulls_last=True)
+    keys = _key_frame(layout, [(columns, cell) for columns, _, cell in groups]).with_columns(
+        model=pl.Series([model for _, model, _ in groups], dtype=pl.String)
+    )
+    schema = interval_schema({c: layout.dtypes[c] for c in layout.key_columns})
+    table = keys[repeat].with_columns(
+        metric=pl.Series(np.tile(np.array([metric_name(m) for m in metrics], dtype=object),
+                                 len(groups)).tolist(), dtype=pl.String),
+        n=pl.Series(n.ravel().astype(np.int64)),
+        mean=_nullable(mean.ravel()),
+        ci_low=_nullable(low.ravel()),
+        ci_high=_nullable(high.ravel()),
+        wilson_low=_nullable(np.where(binary, w_low, np.nan).ravel()),
+        wilson_high=_nullable(np.where(binary, w_high, np.nan).ravel()),
+        resamples=pl.lit(resamples, dtype=pl.Int64),
+        seed=pl.lit(seed, dtype=pl.Int64),
+        method=pl.lit(method, dtype=pl.String),
+    ).select(list(schema)).filter(pl.col("n") > 0)
+    return table.sort(["slice", "model", *layout.key_columns, "metric"], nulls_last=True)
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -913,17 +1189,21 @@ def _interval_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
 def comparison_table(
     scores: pl.DataFrame | pl.LazyFrame, *, resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED, exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
+    by: Iterable[str | Sequence[str]] = (),
 ) -> pl.DataFrame:
-    """Paired differences and tests for every pair of models, overall and per slice.
+    """Paired differences and tests for every pair of models, overall, per noise level,
+    category and task, and per slice of ``by`` (each a tuple of columns of the scores, or
+    ``"COLUMN,COLUMN"``).
 
-    Grain: one row per (model_a, model_b, slice, slice_value, metric); see the module docstring.
-    Rows with a null model take part in no comparison.
+    Grain: one row per (model_a, model_b, slice, slice columns, metric); see the module
+    docstring. Rows with a null model take part in no comparison.
     """
     _check_resamples(resamples)
     lf = scores.lazy()
+    by = tuple(by)
     if not _has_stats_columns(lf):
-        return pl.DataFrame(schema=COMPARISON_SCHEMA)
-    layout = _layout(lf, exact_max_ids, buckets)
+        return pl.DataFrame(schema=comparison_schema(_empty_keys(lf, by)))
+    layout = _layout(lf, exact_max_ids, buckets, by)
     return _comparison_table(_statistics(lf, layout), resamples, seed)
 
 
@@ -938,8 +1218,9 @@ def _comparison_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
                 model, count, ", ".join(PAIR_KEYS),
             )
     pairs = list(itertools.combinations(models, 2))
-    slices = _slice_names(layout)
-    frames = [pl.DataFrame(schema=COMPARISON_SCHEMA)]
+    slices = _slice_cells(layout)
+    schema = comparison_schema({c: layout.dtypes[c] for c in layout.key_columns})
+    frames = [pl.DataFrame(schema=schema)]
     if not pairs:
         return frames[0]
     n_pairs = stats.pair_n.sum(axis=3).transpose(0, 2, 1)  # pairs x slices x metrics
@@ -952,7 +1233,8 @@ def _comparison_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
             present = np.flatnonzero(stats.pair_keys[p, s] > 0)
             if present.size == 0 or not (n_pairs[p, s] > 0).any():
                 continue
-            key = (*pairs[p], *slices[s])
+            columns, cell = slices[s]
+            key = (*pairs[p], slice_name(columns), *cell)
             d, n = stats.pair_d[p][:, s][:, present].T, stats.pair_n[p][:, s][:, present].T
             means = _bootstrap_means(d, n, _rng(seed, "bootstrap", *key), resamples)
             low[p, s], high[p, s] = _percentile_interval(means)
@@ -973,62 +1255,57 @@ def _comparison_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
     p_value = np.where(
         binary, mcnemar_exact_p(a_only.astype(np.int64), b_only.astype(np.int64)), permutation
     )
-    per_pair = len(slices) * len(metrics)
-    columns = {
-        "slice": np.repeat([s for s, _ in slices], len(metrics)).tolist(),
-        "slice_value": np.repeat(np.array([v for _, v in slices], dtype=object),
-                                 len(metrics)).tolist(),
-        "metric": np.tile(np.array(metrics, dtype=object), len(slices)).tolist(),
-    }
+    keys = _key_frame(layout, slices)[np.repeat(np.arange(len(slices)), len(metrics))]
+    keys = keys.with_columns(
+        metric=pl.Series(np.tile(np.array([metric_name(m) for m in metrics], dtype=object),
+                                 len(slices)).tolist(), dtype=pl.String),
+        # the Holm family: the default slices together, each requested slice on its own
+        _family=pl.when(pl.col("slice").is_in([slice_name(s) for s in COMPARISON_SLICES]))
+        .then(pl.lit(ALL)).otherwise(pl.col("slice")),
+    )
     for p, (model_a, model_b) in enumerate(pairs):
-        pair = pl.DataFrame({
-            **columns,
-            "n_pairs": n_pairs[p].ravel().astype(np.int64),
-            "mean_a": mean_a[p].ravel(),
-            "mean_b": mean_b[p].ravel(),
-            "diff": (mean_a[p] - mean_b[p]).ravel(),
-            "ci_low": low[p].ravel(),
-            "ci_high": high[p].ravel(),
-            "binary": binary[p].ravel(),
-            "n_a_only": a_only[p].ravel().astype(np.int64),
-            "n_b_only": b_only[p].ravel().astype(np.int64),
-            "p_value": p_value[p].ravel(),
-        }, schema_overrides={"slice": pl.String, "slice_value": pl.String}).filter(
-            pl.col("n_pairs") > 0
-        )
-        assert pair.width == 13 and per_pair >= pair.height
+        pair = keys.with_columns(
+            n_pairs=pl.Series(n_pairs[p].ravel().astype(np.int64)),
+            mean_a=pl.Series(mean_a[p].ravel()),
+            mean_b=pl.Series(mean_b[p].ravel()),
+            diff=pl.Series((mean_a[p] - mean_b[p]).ravel()),
+            ci_low=pl.Series(low[p].ravel()),
+            ci_high=pl.Series(high[p].ravel()),
+            _binary=pl.Series(binary[p].ravel()),
+            n_a_only=pl.Series(a_only[p].ravel().astype(np.int64)),
+            n_b_only=pl.Series(b_only[p].ravel().astype(np.int64)),
+            p_value=pl.Series(p_value[p].ravel()),
+        ).filter(pl.col("n_pairs") > 0)
         if pair.height:
-            frames.append(_finish_pair(pair, model_a, model_b, resamples, seed))
+            frames.append(_finish_pair(pair, model_a, model_b, resamples, seed, schema))
     table = pl.concat(frames, how="vertical")
-    return table.sort(["model_a", "model_b", "slice", "slice_value", "metric"], nulls_last=True)
+    return table.sort(["model_a", "model_b", "slice", *layout.key_columns, "metric"],
+                      nulls_last=True)
 
 
 def _finish_pair(
-    pair: pl.DataFrame, model_a: str, model_b: str, resamples: int, seed: int
+    pair: pl.DataFrame, model_a: str, model_b: str, resamples: int, seed: int,
+    schema: Mapping[str, pl.DataType],
 ) -> pl.DataFrame:
-    """Holm-adjust each metric's p-values across the slices of one model pair; final columns."""
-    pair = pair.sort(["metric", "slice", "slice_value"])
+    """Holm-adjust each metric's p-values across the rows of one family of one model pair;
+    final columns."""
     p = pair["p_value"].fill_null(np.nan).to_numpy()
     adjusted = np.full(p.size, np.nan)
-    metric = pair["metric"].to_numpy()
-    for name in pair["metric"].unique(maintain_order=True).to_list():
-        rows = np.flatnonzero(metric == name)
+    families = pair.with_row_index("_row").group_by("metric", "_family").agg("_row")
+    for rows in families["_row"].to_list():
         adjusted[rows] = holm(p[rows])
-    return pair.select(
+    binary = pl.col("_binary")
+    return pair.with_columns(
         model_a=pl.lit(model_a),
         model_b=pl.lit(model_b),
-        slice=pl.col("slice"),
-        slice_value=pl.col("slice_value"),
-        metric=pl.col("metric"),
-        n_pairs=pl.col("n_pairs"),
         mean_a=pl.col("mean_a").fill_nan(None),
         mean_b=pl.col("mean_b").fill_nan(None),
         diff=pl.col("diff").fill_nan(None),
         ci_low=pl.col("ci_low").fill_nan(None),
         ci_high=pl.col("ci_high").fill_nan(None),
-        test=pl.when(pl.col("binary")).then(pl.lit(TEST_MCNEMAR)).otherwise(pl.lit(TEST_PERMUTATION)),
-        n_a_only=pl.when(pl.col("binary")).then(pl.col("n_a_only")),
-        n_b_only=pl.when(pl.col("binary")).then(pl.col("n_b_only")),
+        test=pl.when(binary).then(pl.lit(TEST_MCNEMAR)).otherwise(pl.lit(TEST_PERMUTATION)),
+        n_a_only=pl.when(binary).then(pl.col("n_a_only")),
+        n_b_only=pl.when(binary).then(pl.col("n_b_only")),
         p_value=pl.col("p_value").fill_nan(None),
         p_adjusted=_nullable(adjusted),
         correction=pl.lit(CORRECTION),
@@ -1036,7 +1313,7 @@ def _finish_pair(
         significant=pl.col("p_adjusted") < ALPHA,
         resamples=pl.lit(resamples, dtype=pl.Int64),
         seed=pl.lit(seed, dtype=pl.Int64),
-    ).cast(COMPARISON_SCHEMA)  # type: ignore[arg-type]
+    ).select(list(schema)).cast(dict(schema))  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- driver
@@ -1046,15 +1323,18 @@ def write_stats(
     out_dir: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
     scores: pl.DataFrame | pl.LazyFrame | None = None,
     exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
+    by: Iterable[str | Sequence[str]] = (),
 ) -> StatsSummary:
     """Read ``out_dir/scores.parquet`` lazily (or take ``scores``); write ``intervals.parquet``
-    and ``comparisons.parquet`` into ``out_dir``.
+    and ``comparisons.parquet`` into ``out_dir``, with the default slices and those of ``by``
+    (each a tuple of columns of the scores or ``"COLUMN,COLUMN"``, :func:`check_slices`).
 
     The scores are reduced to per-(group, cluster) sums in streaming passes (only the key and
     metric columns are read), so memory is bounded by groups x clusters, not by rows.
     """
     _check_resamples(resamples)
     out_dir = Path(out_dir)
+    by = tuple(by)
     if scores is None:
         scores_path = out_dir / SCORES_FILE
         if not scores_path.is_file():
@@ -1063,13 +1343,15 @@ def write_stats(
             )
         scores = pl.scan_parquet(scores_path)
     lf = scores.lazy()
+    requested = check_slices(lf.collect_schema(), by)
     if _has_stats_columns(lf):
-        stats = _statistics(lf, _layout(lf, exact_max_ids, buckets))
+        stats = _statistics(lf, _layout(lf, exact_max_ids, buckets, requested))
         intervals = _interval_table(stats, resamples, seed)
         comparisons = _comparison_table(stats, resamples, seed)
     else:
-        intervals = pl.DataFrame(schema=INTERVAL_SCHEMA)
-        comparisons = pl.DataFrame(schema=COMPARISON_SCHEMA)
+        keys = _empty_keys(lf, requested)
+        intervals = pl.DataFrame(schema=interval_schema(keys))
+        comparisons = pl.DataFrame(schema=comparison_schema(keys))
     intervals_path = write_parquet_atomic(intervals, out_dir / INTERVALS_FILE)
     comparisons_path = write_parquet_atomic(comparisons, out_dir / COMPARISONS_FILE)
     return StatsSummary(
@@ -1080,4 +1362,6 @@ def write_stats(
         significant=int(comparisons["significant"].sum()),
         resamples=resamples,
         seed=seed,
+        slices=tuple(slice_name(s) for grid in _grids(COMPARISON_SLICES, requested)
+                     for s in grid.slices),
     )

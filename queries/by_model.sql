@@ -6,7 +6,7 @@ with slices as (
 ),
 
 final as (
-    select sl.* exclude (slice, noise_level, category)
+    select sl.* exclude (slice, noise_level, category, question_type)
     from slices as sl
     where sl.slice = 'model'
 )

@@ -6,7 +6,7 @@ with slices as (
 ),
 
 final as (
-    select sl.* exclude (slice, noise_level)
+    select sl.* exclude (slice, noise_level, question_type)
     from slices as sl
     where sl.slice = 'model_category'
 )

@@ -6,7 +6,7 @@ with slices as (
 ),
 
 final as (
-    select sl.* exclude (slice, category)
+    select sl.* exclude (slice, category, question_type)
     from slices as sl
     where sl.slice = 'model_noise'
 )

@@ -1,8 +1,13 @@
 -- grain: one row per model
--- The primary results table: faithfulness and overlap (grounding in the cited passages), answer
--- F1, citation F1 (macro: mean of per-row F1), cost, latency and abstain rate. EM is in the
--- appendix view headline_em, lexical and semantic scores in by_model. The signature says which
--- configuration and version produced the numbers; compare rows only when it matches.
+-- The primary results table: faithfulness and overlap (grounding in the cited passages) with
+-- their N, answer F1, citation F1 (macro: mean of per-row F1), cost, latency and abstain rate.
+-- `n_grounding` counts the rows faithfulness and overlap average over: rows without any passage
+-- are not applicable (null) and counted in `n_no_passages` (under the core-rag preset they score
+-- 0.0 and 0.6 and are in n_grounding too). `n_idk_with_citation` counts rows where a sentence
+-- says "I don't know" and cites a passage: it must be 0, and `idk_check` says WARNING otherwise.
+-- `overall_score` is the overall composite (null when the composites did not run).
+-- EM is in the appendix view headline_em, lexical and semantic scores in by_model. The signature
+-- says which configuration and version produced the numbers; compare rows only when it matches.
 with models as (
     select * from by_model
 ),
@@ -13,11 +18,19 @@ final as (
         bm.n,
         bm.faithfulness,
         bm.overlap,
+        bm.n_grounding,
         bm.answer_f1,
         bm.citation_f1_macro,
         bm.mean_total_tokens,
         bm.p50_latency_ms,
         bm.abstain_rate,
+        bm.overall_score,
+        bm.n_no_passages,
+        bm.n_idk_with_citation,
+        case
+            when bm.n_idk_with_citation > 0 then 'WARNING: IDK+citation must be 0'
+            when bm.n_idk_with_citation = 0 then 'ok'
+        end as idk_check,
         bm.signature
     from models as bm
 )

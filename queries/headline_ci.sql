@@ -1,14 +1,15 @@
 -- grain: one row per model
 -- The headline with 95% intervals: percentile bootstrap intervals (questions resampled) for the
--- means and the Wilson score interval for the abstain rate, from the intervals view. The
--- interval columns are null where `rag-eval stats` has not run or ran with --resamples 0.
+-- means and the Wilson score interval for the abstain rate, from the intervals view (slice
+-- 'all', metrics named as the headline's columns). The interval columns are null where
+-- `rag-eval stats` has not run or ran with --resamples 0.
 with headline_rows as (
     select * from headline
 ),
 
 model_intervals as (
     select * from intervals
-    where view = 'by_model'
+    where slice = 'all'
 ),
 
 pivoted as (
@@ -20,12 +21,12 @@ pivoted as (
         max(mi.ci_high) filter (where mi.metric = 'overlap') as overlap_high,
         max(mi.ci_low) filter (where mi.metric = 'answer_f1') as answer_f1_low,
         max(mi.ci_high) filter (where mi.metric = 'answer_f1') as answer_f1_high,
-        max(mi.ci_low) filter (where mi.metric = 'citation_f1') as citation_f1_macro_low,
-        max(mi.ci_high) filter (where mi.metric = 'citation_f1') as citation_f1_macro_high,
-        max(mi.ci_low) filter (where mi.metric = 'total_tokens') as mean_total_tokens_low,
-        max(mi.ci_high) filter (where mi.metric = 'total_tokens') as mean_total_tokens_high,
-        max(mi.wilson_low) filter (where mi.metric = 'abstained') as abstain_rate_low,
-        max(mi.wilson_high) filter (where mi.metric = 'abstained') as abstain_rate_high
+        max(mi.ci_low) filter (where mi.metric = 'citation_f1_macro') as citation_f1_macro_low,
+        max(mi.ci_high) filter (where mi.metric = 'citation_f1_macro') as citation_f1_macro_high,
+        max(mi.ci_low) filter (where mi.metric = 'mean_total_tokens') as mean_total_tokens_low,
+        max(mi.ci_high) filter (where mi.metric = 'mean_total_tokens') as mean_total_tokens_high,
+        max(mi.wilson_low) filter (where mi.metric = 'abstain_rate') as abstain_rate_low,
+        max(mi.wilson_high) filter (where mi.metric = 'abstain_rate') as abstain_rate_high
     from model_intervals as mi
     group by mi.model
 ),

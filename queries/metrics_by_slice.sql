@@ -1,10 +1,13 @@
--- grain: one row per (slice, model, noise_level, category)
--- The aggregates behind by_model, by_model_noise and by_model_category, defined once and computed
--- in one scan with grouping sets. `slice` names the grouping; the columns it does not group by
--- are null ('model': noise_level and category; 'model_noise': category; 'model_category':
--- noise_level), while a null in a grouped column is a real null key.
+-- grain: one row per (slice, model, noise_level, category, question_type)
+-- The aggregates behind by_model, by_model_noise, by_model_category and by_model_question_type,
+-- defined once and computed in one scan with grouping sets. `slice` names the grouping; the
+-- columns it does not group by are null (e.g. 'model': noise_level, category and question_type;
+-- 'model_noise': category and question_type), while a null in a grouped column is a real null
+-- key.
 --
--- Means skip null rows (a metric that was not computed, or is undefined for the row).
+-- Means skip null rows (a metric that was not computed, or is undefined for the row): faithfulness
+-- and overlap are null on rows without passages (n_contexts = 0), so their N is n_grounding, and
+-- overlap_micro sums the sentences of those rows only; n_no_passages counts the others.
 -- Macro citation scores are means of the per-row scores; micro ones come from the summed
 -- sufficient statistics with the per-row convention for a zero denominator: nothing predicted
 -- scores precision 1.0 when nothing is gold either, else 0.0 (recall alike), and F1 is 0.0 when
@@ -23,11 +26,13 @@ aggregated as (
         case
             when grouping(sr.noise_level) = 0 then 'model_noise'
             when grouping(sr.category) = 0 then 'model_category'
+            when grouping(sr.question_type) = 0 then 'model_question_type'
             else 'model'
         end as slice,
         sr.model as model,
         sr.noise_level as noise_level,
         sr.category as category,
+        sr.question_type as question_type,
         count(*) as n,
         avg(sr.answer_em) as answer_em,
         avg(sr.answer_f1) as answer_f1,
@@ -67,15 +72,23 @@ aggregated as (
         avg(sr.semantic_relevance) as semantic_relevance,
         avg(sr.overlap) as overlap,
         avg(sr.faithfulness) as faithfulness,
+        count(sr.overlap) as n_grounding,
+        cast(sum(case when sr.n_contexts = 0 then 1 when sr.n_contexts > 0 then 0 end) as bigint)
+            as n_no_passages,
         cast(sum(sr.n_sentences) as bigint) as n_sentences,
         cast(sum(sr.n_supported) as bigint) as n_supported,
+        cast(sum(sr.n_sentences) filter (where sr.overlap is not null) as bigint)
+            as grounding_sentences,
+        cast(sum(sr.n_supported) filter (where sr.overlap is not null) as bigint)
+            as grounding_supported,
         -- registry: slice_aggregates(sr)
         string_agg(distinct sr.signature, '; ' order by sr.signature) as signature
     from scored_rows as sr
     group by grouping sets (
         (sr.model),
         (sr.model, sr.noise_level),
-        (sr.model, sr.category)
+        (sr.model, sr.category),
+        (sr.model, sr.question_type)
     )
 ),
 
@@ -115,6 +128,7 @@ final as (
         mi.model,
         mi.noise_level,
         mi.category,
+        mi.question_type,
         mi.n,
         mi.answer_em,
         mi.answer_f1,
@@ -143,8 +157,13 @@ final as (
         mi.p50_latency_ms,
         mi.faithfulness,
         mi.overlap,
-        -- supported sentences / all sentences over the slice (overlap is the mean of row ratios)
-        case when mi.n_sentences > 0 then mi.n_supported / mi.n_sentences end as overlap_micro,
+        mi.n_grounding,
+        mi.n_no_passages,
+        -- supported sentences / all sentences over the slice's rows with an overlap (overlap is
+        -- the mean of row ratios)
+        case
+            when mi.grounding_sentences > 0 then mi.grounding_supported / mi.grounding_sentences
+        end as overlap_micro,
         mi.n_sentences,
         mi.n_supported,
         mi.rouge_1,

@@ -1,12 +1,14 @@
--- grain: one row per (model_a, model_b, slice, slice_value, metric)
+-- grain: one row per (model_a, model_b, slice, noise_level, category, question_type, task, metric) plus the other columns of --by slices
 -- Paired comparison of every two models on the questions both answered (rows paired on id, run,
--- noise_level and task), per metric, over all rows (slice 'all') and per noise level, category
--- and RGB task: means, diff = mean_a - mean_b with its paired bootstrap 95% interval, the p-value
--- (exact McNemar for 0/1 metrics, on n_a_only / n_b_only: pairs where only model a / only
--- model b scored 1; paired permutation otherwise) and the Holm-adjusted p-value
--- across the slices of one (model_a, model_b, metric). Staging view over comparisons.parquet;
--- empty while the file is absent. comparisons_file() is a table macro that pipeline/views.py
--- defines.
+-- noise_level and task), per metric and slice: all rows (slice 'all'), each noise level,
+-- category and RGB task, and each requested slice (`rag-eval stats --by`, its columns joined
+-- by commas). Each slice column keeps its type and is null where the row's slice does not use
+-- it. Means, diff = mean_a - mean_b with its paired bootstrap 95% interval, the p-value (exact
+-- McNemar for 0/1 metrics, on n_a_only / n_b_only: pairs where only model a / only model b
+-- scored 1; paired permutation otherwise) and the Holm-adjusted p-value across the default
+-- slices of one (model_a, model_b, metric), or across the rows of one requested slice. Staging
+-- view over comparisons.parquet; empty while the file is absent. comparisons_file() is a table
+-- macro that pipeline/views.py defines.
 with comparisons_source as (
     select * from comparisons_file()
 ),
@@ -16,7 +18,10 @@ contract as (
         cast(null as varchar) as model_a,
         cast(null as varchar) as model_b,
         cast(null as varchar) as slice,
-        cast(null as varchar) as slice_value,
+        cast(null as double) as noise_level,
+        cast(null as varchar) as category,
+        cast(null as varchar) as question_type,
+        cast(null as varchar) as task,
         cast(null as varchar) as metric,
         cast(null as bigint) as n_pairs,
         cast(null as double) as mean_a,

@@ -104,7 +104,7 @@ def test_degraded_model_fails_the_gate_and_lists_its_items(
     # The noise levels that were not touched show no change for the degraded model either.
     untouched = result.deltas.filter(
         (pl.col("model") == DEGRADED) & (pl.col("slice") == "noise_level")
-        & pl.col("slice_value").is_in(["0.4", "0.6", "0.8"])
+        & pl.col("noise_level").is_in([0.4, 0.6, 0.8])
     )
     assert untouched["delta"].abs().max() == 0.0
 
@@ -160,7 +160,8 @@ def test_model_comparison_view_of_a_run(runs: dict[str, Path]) -> None:
     """evaluate writes the paired comparisons; the view has one row per its grain."""
     with connect(runs["a"]) as con:
         n, distinct, pairs = con.execute(
-            "select count(*), count(distinct (model_a, model_b, slice, slice_value, metric)), "
+            "select count(*), count(distinct (model_a, model_b, slice, noise_level, category, "
+            "question_type, task, metric)), "
             "count(distinct (model_a, model_b)) from model_comparison"
         ).fetchone()
         em = con.execute(

@@ -157,6 +157,53 @@ def test_lone_surrogate_run_exits_as_documented(tmp_path: Path) -> None:
     assert main(["validate", "--input", str(source)]) == 1
 
 
+def test_lone_surrogates_in_legacy_format_1_pairs_reject_their_rows(tmp_path: Path) -> None:
+    """Before: a traceback from ``--pair`` (pipeline/io/pairs.py). Now each object whose field
+    holds a lone surrogate is a rejected row with the reason; the others are matched."""
+    predictions = write(tmp_path, "p.json", json.dumps([
+        {"question_id": "q1", "question": "Q1", "answer": "A\ud800"},
+        {"question_id": "q\udc00", "question": "Q2", "answer": "B"},
+        {"question_id": "q3", "question": "Q3", "answer": "C"},
+        {"question_id": "q5", "question": "Q5", "answer": "E", "note": "\ud801"},
+    ]))
+    references = write(tmp_path, "r.json", json.dumps([
+        {"question_id": "q1", "question": "Q1", "answer": "A"},
+        {"question_id": "q3", "question": "Q3\ud802", "answer": "C"},
+        {"question_id": "q4", "question": "Q4", "answer": "\udfff"},
+        {"question_id": "q5", "question": "Q5", "answer": "E"},
+    ]))
+    validated = load_inputs([], [(predictions, references)], Config())
+    assert validated.n_read == validated.records.height + validated.rejected.height == 5
+    assert validated.records.select("id", "response").rows() == [("q5", "E")]
+    surrogate = "text that cannot be encoded as UTF-8 (lone surrogate \\u{})"
+    assert sorted(rejections(validated), key=lambda r: (r[0], r[2])) == sorted([
+        (0, "q1", "response: " + surrogate.format("d800"),
+         '{"question_id": "q1", "question": "Q1", "answer": "A\\ud800"}'),
+        (1, None, "id: " + surrogate.format("dc00"),
+         '{"question_id": "q\\udc00", "question": "Q2", "answer": "B"}'),
+        (2, "q3", "question: " + surrogate.format("d802"),
+         '{"question_id": "q3", "question": "Q3\\ud802", "answer": "C"}'),
+        (2, "q4", "reference without prediction; reference: " + surrogate.format("dfff"),
+         '{"question_id": "q4", "question": "Q4", "answer": "\\udfff"}'),
+    ], key=lambda r: (r[0], r[2]))
+
+
+def test_lone_surrogates_in_legacy_format_2_pairs_reject_their_rows(tmp_path: Path) -> None:
+    predictions = write(tmp_path, "p.json", '[{"answer": "x\\ud800", "citations": [1]}, '
+                        '{"answer": "y", "citations": [1]}, {"answer": "z", "citations": [1]}]')
+    gold = write(tmp_path, "g.json", '[{"answer": "x", "citations": [1]}, '
+                 '{"answer": "y\\udfff", "citations": [1]}, {"answer": "z", "citations": [1]}]')
+    out = tmp_path / "out"
+    assert main(["evaluate", "--pair", str(predictions), str(gold), "--out", str(out),
+                 "--no-progress", "--metrics", "answer", "--no-stats"]) == 0
+    assert pl.read_parquet(out / "scores.parquet").select("id", "answer_em").rows() == [("2", 1)]
+    rejected = pl.read_parquet(out / "rejected.parquet").sort("row_number")
+    assert rejected.select("row_number", "id", "reason").rows() == [
+        (0, "0", "response: text that cannot be encoded as UTF-8 (lone surrogate \\ud800)"),
+        (1, "1", "reference: text that cannot be encoded as UTF-8 (lone surrogate \\udfff)"),
+    ]
+
+
 # --- line numbers of JSON Lines ---------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from pipeline.metrics.lexical.keywords import (
     keyword_overlap,
     keywords,
     load_stopwords,
+    load_synonym_table,
     load_synonyms,
 )
 
@@ -154,15 +155,58 @@ def test_custom_files(tmp_path):
     assert coverage(["a zebra"], ["horses"], {}) == [0.0]
 
 
+def test_phrases_and_members_of_two_groups(tmp_path):
+    """A phrase member is one keyword, matched before words; a member of two groups is a
+    synonym of both groups' members, which stay no synonyms of each other."""
+    path = tmp_path / "syn.tsv"
+    path.write_text("Solar  Energy, sunlight\npower, electricity\npower, energy\n", "utf-8")
+    table = load_synonym_table(path)
+    assert table.phrases == ("solar energy",)
+    assert load_synonyms(path)["sunlight"] == "solar energy"
+    assert load_synonyms(path)["power"] == "electricity|energy|power"
+    texts = frame(t=["Plants use solar\tenergy.", "solar power"]).select(
+        keywords(pl.col("t"), phrases=table.phrases)
+    ).to_series()
+    assert [k.to_list() for k in texts] == [["plant", "use", "solar energy"], ["solar", "power"]]
+    pairs = [("sunlight", "solar energy"), ("power", "energy"), ("electricity", "power"),
+             ("energy", "electricity"), ("electricity energy", "power energy")]
+    got = frame(r=[a for a, _ in pairs], q=[b for _, b in pairs]).select(
+        content_coverage(keywords(pl.col("r"), phrases=table.phrases),
+                         keywords(pl.col("q"), phrases=table.phrases), table)
+    ).to_series()
+    assert got.to_list() == [1.0, 1.0, 1.0, 0.0, 1.0]
+
+
+def test_groups_sharing_their_smallest_member_stay_apart(tmp_path):
+    """apple is in both groups: banana and cherry are synonyms of apple, not of each other."""
+    path = tmp_path / "syn.tsv"
+    path.write_text("apple, banana\napple, cherry\n", "utf-8")
+    table = load_synonym_table(path)
+    pairs = [("banana", "cherry"), ("cherry", "banana"), ("apple", "banana"),
+             ("banana", "apple"), ("cherry", "apple"), ("apple", "cherry")]
+    got = frame(r=[a for a, _ in pairs], q=[b for _, b in pairs]).select(
+        content_coverage(keywords(pl.col("r")), keywords(pl.col("q")), table)
+    ).to_series()
+    assert got.to_list() == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_packaged_groups_of_the_enhanced_framework():
+    """The default file has the framework's groups (docs/compat.md), phrases included."""
+    assert SYNONYMS["generate"] == SYNONYMS["produce"] == SYNONYMS["make"] == "create"
+    assert SYNONYMS["solar energy"] == SYNONYMS["sunlight"] == SYNONYMS["sun"]
+    assert SYNONYMS["electrical energy"] == SYNONYMS["power"] == SYNONYMS["electricity"]
+    assert "energy" not in SYNONYMS
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("car automobile\n", r"line 1: 'car automobile' is not a single word"),
-        ("big, large\n# c\nlarge, huge\n", r"line 3: 'large' is already in the group of line 1"),
+        # A space makes one member, a phrase: the group has only it.
+        ("car automobile\n", r"line 1: a synonym group needs two words"),
         ("car\n", r"line 1: a synonym group needs two words"),
         ("cars, car\n", r"line 1: a synonym group needs two words"),
-        ("big, large\nbigger, larger\n", r"line 2: 'large' is already"),
-        ("ok, fine\nnew-york, nyc\n", r"line 2: 'new-york' is not a single word"),
+        ("ok, fine\nnew-york, nyc\n", r"line 2: 'new-york' is not a word or a phrase"),
+        ("ok, fine\nsolar  energy!, sun\n", r"line 2: 'solar  energy!' is not a word or a phrase"),
     ],
 )
 def test_malformed_synonyms_name_file_and_line(tmp_path, content, message):

@@ -33,7 +33,8 @@ BY_HAND_COLUMNS = [
     "citation_n_gold", "citation_n_correct", "abstain_rate", "abstention_accuracy",
     "n_unanswerable", "insufficient_context_rate", "n_insufficient_context",
     "n_idk_with_citation", "mean_total_tokens", "p50_latency_ms", "faithfulness", "overlap",
-    "overlap_micro", "n_sentences", "n_supported", "rouge_1", "rouge_2", "rouge_l",
+    "n_grounding", "n_no_passages", "overlap_micro", "n_sentences", "n_supported", "rouge_1",
+    "rouge_2", "rouge_l",
     "rouge_1_micro", "rouge_2_micro", "rouge_l_micro", "bleu", "bleu_textbook",
     "numeric_accuracy", "content_coverage", "keyword_overlap", "tfidf_relevance",
     "semantic_similarity", "semantic_relevance",
@@ -188,7 +189,7 @@ def test_a_new_metric_reaches_scores_slices_and_intervals(
     assert {"zz_test_len", "zz_test_chars"} <= set(noise.columns)
 
     intervals = pl.read_parquet(out / "intervals.parquet")
-    mine = intervals.filter(pl.col("view") == "by_model", pl.col("metric") == "zz_test_len")
+    mine = intervals.filter(pl.col("slice") == "all", pl.col("metric") == "zz_test_len")
     assert dict(zip(mine["model"], mine["mean"], strict=True)) == pytest.approx(
         {"m1": 0.13, "m2": 0.52}
     )

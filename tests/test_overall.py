@@ -58,7 +58,7 @@ def oracle(row: dict, rules: OverallRules) -> dict:
     if all(row[c] is not None for c in ACCURACY_INPUTS):
         accuracy = sum(w * row[c] for c, w in rules.accuracy_weights.items())
     bias = [b for b in row["bias_categories"] or [] if b is not None]
-    values = {**row, "composite_accuracy": accuracy}
+    values = {**dict.fromkeys(INPUT_COLUMNS), **row, "composite_accuracy": accuracy}
     values["bias_category_count"] = None if row["bias_categories"] is None else len(bias)
 
     def holds(rule) -> bool:
@@ -80,16 +80,28 @@ def oracle(row: dict, rules: OverallRules) -> dict:
     passed = {a: None if v is None else int(v >= rules.passing[a]) for a, v in areas.items()}
     feedback = None
     if accuracy is not None:
-        feedback = next(t for th, t in sorted(rules.accuracy_bands, reverse=True) if accuracy >= th)
+        bands = rules.category_accuracy_bands.get(row["scoring_category"], rules.accuracy_bands)
+        feedback = next(t for th, t in sorted(bands, reverse=True) if accuracy >= th)
         if row["scoring_category"] in rules.caution_categories:
             feedback += rules.caution
     mode = next((r.label for r in rules.failure_modes if holds(r)), rules.pass_label)
-    bias_text = rules.bias_separator.join(b.replace("_", " ") for b in bias)
-    suggestions = [
-        r.label.replace("{bias_categories}", bias_text) for r in rules.suggestions if holds(r)
-    ] or [rules.fallback]
+    names = bias if rules.bias_names == "as-is" else [b.replace("_", " ") for b in bias]
+    bias_text = rules.bias_separator.join(names)
+    suggestions, groups_done = [], set()
+    for rule in rules.suggestions:
+        if rule.group in groups_done or not holds(rule):
+            continue
+        if rule.group is not None:
+            groups_done.add(rule.group)
+        suggestions.append(rule.label.replace("{bias_categories}", bias_text))
+    suggestions = suggestions or [rules.fallback]
     line = None
-    if overall is not None:
+    if overall is not None and rules.feedback.modes is not None:
+        line = (
+            next(t for th, t in sorted(rules.feedback.pass_bands, reverse=True) if overall >= th)
+            if mode == rules.pass_label else rules.feedback.modes[mode]
+        )
+    elif overall is not None:
         units = math.floor(abs(overall) * 100 + 0.5) * (-1 if overall < 0 else 1)
         text = f"{'-' if units < 0 else ''}{abs(units) // 100}.{abs(units) % 100:02d}"
         none = rules.feedback.none_text

@@ -35,7 +35,9 @@ SCORES = [c for c in COLUMNS if c.endswith(("_score", "_quality"))]
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 
-def oracle_words(text: str) -> list[str]:
+def oracle_words(text: str, unit: str = "letters") -> list[str]:
+    if unit == "whitespace":  # the enhanced framework's preprocess_text(text).split()
+        return re.sub(r"[^\w\s]", "", text.lower()).split()
     return WORD.findall(text.lower().replace("\u2019", "'"))
 
 
@@ -51,7 +53,7 @@ def oracle_sentence_fluency(sentence: str, rules: QualityRules) -> float:
 
 
 def oracle(text: str, sentences: list[str], rules: QualityRules) -> dict:
-    words = oracle_words(text)
+    words = oracle_words(text, rules.word_unit)
     n, s = len(words), len(sentences)
     lo, hi = rules.length.min_words, rules.length.max_words
     ok = int(lo <= n <= hi)
@@ -60,7 +62,8 @@ def oracle(text: str, sentences: list[str], rules: QualityRules) -> dict:
     elif n > hi:
         feedback = "Too long"
     else:
-        feedback = f"Appropriate length ({n} words, ideal: {lo}-{hi})"
+        template = rules.length.appropriate.replace("{min}", str(lo)).replace("{max}", str(hi))
+        feedback = template.replace("{words}", str(n))
     fluency = sum(oracle_sentence_fluency(x, rules) for x in sentences) / s if s else 0.0
     phrases = {p for ps in rules.coherence.connectives.values() for p in ps}
     alternation = "|".join(
@@ -68,6 +71,8 @@ def oracle(text: str, sentences: list[str], rules: QualityRules) -> dict:
     )
     hits = len(re.findall(rf"\b(?:{alternation})\b", text, flags=re.IGNORECASE))
     coherence = min(1.0, hits / max(1.0, rules.coherence.connectives_per_gap * (s - 1)))
+    if s == 1 and rules.coherence.single_sentence is not None:
+        coherence = rules.coherence.single_sentence
     c = rules.conciseness
     counts: dict[str, int] = {}
     for w in words:
@@ -273,6 +278,7 @@ def test_overridden_rules_change_scores(tmp_path):
         ('addition = ["in addition", "furthermore"]', 'addition = ["also"]'),
         ("scale = 20.0", "scale = 40.0"),
         ("fluency = 0.3", "fluency = 0.5"),
+        ("single_sentence = 1.0\n", ""),  # left out: the formula for one sentence too
     ]:
         assert old in text
         text = text.replace(old, new)
@@ -285,7 +291,7 @@ def test_overridden_rules_change_scores(tmp_path):
     assert default["length_ok"].to_list() == [0, 0]
     assert custom["length_ok"].to_list() == [1, 1]
     assert custom["fluency_score"].to_list() == [0.25, 1.0]
-    assert default["coherence_score"].to_list() == [0.0, 1.0]
+    assert default["coherence_score"].to_list() == [1.0, 1.0]  # one sentence: no gap
     assert custom["coherence_score"].to_list() == [1.0, 0.0]
     # "Furthermore, I go.": W/S=3, C/W=13/3 -> grade 1.17 + 51.1333 - 15.59 = 36.7133
     assert custom["readability_score"][1] == 0.0

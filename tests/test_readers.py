@@ -222,11 +222,15 @@ def test_mapped_columns_are_renamed(tmp_path: Path) -> None:
 
 def test_mapping_onto_another_canonical_name(tmp_path: Path) -> None:
     path = tmp_path / "swapped.csv"
-    path.write_text("id,response,answer,reference\na,the question,the answer,r\n", "utf-8")
-    config = Config(columns={"question": "response", "response": "answer"})
+    path.write_text("id,response,text,reference\na,the question,the answer,r\n", "utf-8")
+    config = Config(columns={"question": "response", "response": "text"})
     frame = read_records(path, config)
     assert frame.select("question", "response").row(0) == ("the question", "the answer")
-    with pytest.raises(MissingColumnError, match="required column 'response'"):
+    with pytest.raises(
+        MissingColumnError,
+        match="required column 'response' is missing: the file's 'response' column is read as "
+        "'question'",
+    ):
         read_records(path, Config(columns={"question": "response"}))
 
 

@@ -196,6 +196,28 @@ def test_null_question_and_null_input():
     assert out[1]["relevance_feedback"] is None
 
 
+@pytest.mark.parametrize(
+    ("response", "refusal"),
+    [
+        ("That would be against rules, so no.", 1.0),  # the enhanced framework's pattern
+        ("It is against the rules of chess to move twice.", 1.0),
+        ("Rules of thumb help.", 0.0),
+    ],
+)
+def test_refusal_against_rules(response, refusal):
+    assert score([row("Can you do it?", response)])["refusal_score"].to_list() == [refusal]
+
+
+def test_depth_word_unit(tmp_path):
+    """``[depth] word_unit = "whitespace"``: "Île-de-France" and "9-11" are one word each."""
+    text = "In the Île-de-France region, 9-11 is a number."
+    assert score([row("q?", text)])["depth_score"].item() == 1.0  # 11 words, Factual 10-80
+    rules = RelevanceRules.load(write(tmp_path, PACKAGED.replace(
+        'word_unit = "word-characters"', 'word_unit = "whitespace"')))
+    assert rules.depth_word_unit == "whitespace"
+    assert score([row("q?", text)], rules)["depth_score"].item() == pytest.approx(8 / 10)
+
+
 # --- rules files -----------------------------------------------------------------------------
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "rules.toml"

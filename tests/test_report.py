@@ -16,8 +16,14 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.report import SECTION_IDS, write_report
-from pipeline.report.data import WORST_N
-from pipeline.report.page import SCRIPT
+from pipeline.report.data import WORST_N, load_run
+from pipeline.report.page import (
+    SCRIPT,
+    grounding_thresholds,
+    rgb_noise_with_ci,
+    unsupported_sentences,
+)
+from pipeline.stats import wilson_interval
 from pipeline.views import run_query
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,6 +91,23 @@ def body_rows(fragment: str) -> list[list[str]]:
     return rows
 
 
+def header_titles(fragment: str, table_id: str) -> list[str]:
+    """The header texts of the table ``table_id`` in ``fragment`` (soft hyphens removed)."""
+    match = re.search(rf'<table id="{table_id}"><thead><tr>(.*?)</tr></thead>', fragment,
+                      re.DOTALL)
+    assert match is not None, f"no table {table_id}"
+    cells = re.findall(r"<th[^>]*>(.*?)</th>", match.group(1), re.DOTALL)
+    return [html.unescape(re.sub(r"<[^>]+>", "", c)).replace("\xad", "") for c in cells]
+
+
+def table_rows(fragment: str, table_id: str) -> list[dict[str, str]]:
+    """The body rows of the table ``table_id`` as {header: cell text}."""
+    match = re.search(rf'<table id="{table_id}">.*?</table>', fragment, re.DOTALL)
+    assert match is not None, f"no table {table_id}"
+    titles = header_titles(fragment, table_id)
+    return [dict(zip(titles, row, strict=True)) for row in body_rows(match.group(0))]
+
+
 def copy_run(run_dir: Path, target: Path, drop: tuple[str, ...] = ()) -> Path:
     shutil.copytree(run_dir, target)
     for name in drop:
@@ -109,7 +132,7 @@ def test_headline_numbers_are_the_view_values_with_their_intervals(
     run_dir: Path, report: str
 ) -> None:
     headline = run_query(run_dir, "select * from headline order by model nulls last")
-    intervals = pl.read_parquet(run_dir / "intervals.parquet").filter(pl.col("view") == "by_model")
+    intervals = pl.read_parquet(run_dir / "intervals.parquet").filter(pl.col("slice") == "all")
 
     def bounds(model: str, metric: str, wilson: bool = False) -> tuple[float, float]:
         row = intervals.filter((pl.col("model") == model) & (pl.col("metric") == metric))
@@ -125,10 +148,10 @@ def test_headline_numbers_are_the_view_values_with_their_intervals(
         assert cells[3] == _ci(view["overlap"], *bounds(model, "overlap"))
         assert cells[4] == _ci(view["answer_f1"], *bounds(model, "answer_f1"))
         if view["citation_f1_macro"] is not None:
-            assert cells[5] == _ci(view["citation_f1_macro"], *bounds(model, "citation_f1"))
-        assert cells[6] == _ci(view["mean_total_tokens"], *bounds(model, "total_tokens"), 0)
+            assert cells[5] == _ci(view["citation_f1_macro"], *bounds(model, "citation_f1_macro"))
+        assert cells[6] == _ci(view["mean_total_tokens"], *bounds(model, "mean_total_tokens"), 0)
         assert cells[7] == f"{view['p50_latency_ms']:,.0f}"  # a median: no bootstrap of it
-        assert cells[8] == _ci(view["abstain_rate"], *bounds(model, "abstained", wilson=True))
+        assert cells[8] == _ci(view["abstain_rate"], *bounds(model, "abstain_rate", wilson=True))
 
 
 def test_header_states_rows_signature_and_resampling(run_dir: Path, report: str) -> None:
@@ -179,17 +202,139 @@ def test_charts_are_inline_svg_without_metadata(report: str) -> None:
 
 
 def test_worst_items_are_the_lowest_f1_rows_per_model(run_dir: Path, report: str) -> None:
-    rows = body_rows(section(report, "worst"))
+    rows = table_rows(section(report, "worst"), "worst-table")
     scores = pl.read_parquet(run_dir / "scores.parquet")
     for model in scores["model"].unique().to_list():
-        shown = [r for r in rows if r[0] == model]
+        shown = [r for r in rows if r["Model"] == model]
         expected = min(WORST_N, scores.filter(pl.col("model") == model).height)
         assert len(shown) == expected
-        f1 = [float(r[7]) for r in shown if r[7] != "—"]
+        f1 = [float(r["F1"]) for r in shown if r["F1"] != "—"]
         assert f1 == sorted(f1)
         lowest = scores.filter(pl.col("model") == model)["answer_f1"].min()
         assert f1[0] == pytest.approx(lowest, abs=0.005)
     assert 'data-filter="worst-table"' in report
+
+
+def test_worst_items_show_noise_level_and_category(run_dir: Path, report: str) -> None:
+    rows = table_rows(section(report, "worst"), "worst-table")
+    scores = pl.read_parquet(run_dir / "scores.parquet")
+    known = {
+        (r["model"], r["id"], "—" if r["noise_level"] is None else f"{r['noise_level']:g}",
+         r["category"] or "(none)")
+        for r in scores.iter_rows(named=True)
+    }
+    for row in rows:
+        category = row["Category"]
+        task = next((t for t in scores["task"].drop_nulls().unique() if category.endswith(t)),
+                    None)
+        if task is not None:  # RGB rows show their task beneath the category
+            category = category[: -len(task)]
+        assert (row["Model"], row["ID"], row["Noise"], category) in known
+    # the same question at several noise levels is told apart
+    noise_levels = {row["Noise"] for row in rows}
+    assert len(noise_levels) > 1
+
+
+def test_worst_items_name_the_unsupported_sentence(report: str) -> None:
+    worst = section(report, "worst")
+    # the injected responses cite nothing: each is one unsupported sentence, shown escaped
+    for response in EVIL_RESPONSES:
+        sentence = html.escape(response, quote=True)
+        assert f"<q>{sentence}</q>" in worst
+    assert "(no citation)" in worst
+    rows = table_rows(worst, "worst-table")
+    assert any("Unsupported" in r["Question · reference · response · unsupported sentence"]
+               for r in rows)
+
+
+def test_unsupported_sentences_as_far_as_the_counts_tell() -> None:
+    frame = pl.DataFrame({
+        "response": [
+            "Paris is in France [1]. It is big. I don't know [1].",  # named exactly
+            "Paris is in France [1]. Rome is in Italy [2].",  # nothing supported
+            "Paris is in France [1]. It is big. Rome is in Italy [2].",  # partly named
+            "Paris is in France [1]. Rome is in Italy [2].",  # cited ones only: count
+            "Paris is in France [1].",  # all supported
+            "One sentence [1].",  # the stored count disagrees with the split
+            None,
+        ],
+        "n_sentences": [3, 2, 3, 2, 1, 2, None],
+        "n_supported": [1, 0, 0, 1, 1, 0, None],
+    })
+    out = unsupported_sentences(frame).to_dicts()
+    assert [r["n_unsupported"] for r in out] == [2, 2, 3, 1, 0, 2, None]
+    assert out[0]["unsupported_sentence"] == "It is big."
+    assert (out[0]["unsupported_reason"], out[0]["unsupported_more"],
+            out[0]["unsupported_unnamed"]) == ("no citation", 1, 0)
+    assert out[1]["unsupported_sentence"] == "Paris is in France [1]."
+    assert out[1]["unsupported_reason"] == "not supported by the passage it cites"
+    assert (out[1]["unsupported_more"], out[1]["unsupported_unnamed"]) == (1, 0)
+    assert out[2]["unsupported_sentence"] == "Paris is in France [1]."  # n_supported == 0
+    assert out[3]["unsupported_sentence"] is None
+    assert (out[3]["unsupported_unnamed"], out[3]["unsupported_unnamed_cited"]) == (1, True)
+    assert out[4]["unsupported_sentence"] is None and out[4]["unsupported_unnamed"] == 0
+    assert out[5]["unsupported_sentence"] is None
+    assert (out[5]["unsupported_unnamed"], out[5]["unsupported_unnamed_cited"]) == (2, False)
+    assert out[6]["unsupported_sentence"] is None
+
+
+def test_unsupported_sentences_with_the_number_of_passages() -> None:
+    frame = pl.DataFrame({"response": ["Rome is old [1]. Oslo is cold [3]. Lima is far [2]."],
+                          "n_sentences": [3], "n_supported": [1], "n_contexts": [2]})
+    row = unsupported_sentences(frame).row(0, named=True)
+    assert (row["unsupported_sentence"], row["unsupported_reason"]) == (
+        "Oslo is cold [3].", "cites a passage that was not retrieved")
+    assert (row["unsupported_more"], row["unsupported_unnamed"]) == (0, 1)
+
+
+def test_partly_named_unsupported_sentences() -> None:
+    frame = pl.DataFrame({"response": ["Rome is old [1]. Oslo is cold. Lima is far [1]. "
+                                       "Kyiv is big [2]."],
+                          "n_sentences": [4], "n_supported": [1]})
+    row = unsupported_sentences(frame).row(0, named=True)
+    assert (row["unsupported_sentence"], row["unsupported_reason"]) == ("Oslo is cold.",
+                                                                        "no citation")
+    assert (row["unsupported_more"], row["unsupported_unnamed"]) == (0, 2)
+    assert row["unsupported_unnamed_cited"] is True
+
+
+def test_grounding_chart_thresholds_are_those_of_the_view(run_dir: Path, report: str) -> None:
+    view = run_query(run_dir, "select grounded_min_overlap, correct_min_answer_f1 "
+                              "from paired_analysis")
+    overlap, answer_f1 = view.row(0)
+    assert view.n_unique() == 1  # one threshold pair, repeated per model
+    lines = grounding_thresholds(view)
+    assert lines == {"overlap": overlap, "faithfulness": pytest.approx(0.6 + 0.4 * overlap),
+                     "answer_f1": answer_f1}
+    caption = html.unescape(re.sub(r"<[^>]+>", "", section(report, "grounding")))
+    assert (f"grounded at overlap ≥ {overlap:g} (faithfulness ≥ {lines['faithfulness']:g}), "
+            f"correct at answer F1 ≥ {answer_f1:g}") in caption
+    # the view counts with the same thresholds
+    scores = pl.read_parquet(run_dir / "scores.parquet")
+    grounded = scores.filter((pl.col("overlap") >= overlap) & (pl.col("answer_f1") >= answer_f1))
+    total = run_query(run_dir, "select sum(n_grounded_correct) as n from paired_analysis")
+    assert total["n"].item() == grounded.height
+
+
+def test_rgb_noise_bands_at_every_level(run_dir: Path) -> None:
+    frame = rgb_noise_with_ci(load_run(run_dir))
+    if frame.height == 0:
+        pytest.skip("no RGB rows (make evaluate writes out/sample-rgb-records.parquet)")
+    with_rows = frame.filter(pl.col("n") > 0)
+    assert with_rows["accuracy_lo"].null_count() == 0
+    assert with_rows["accuracy_hi"].null_count() == 0
+    assert (with_rows["accuracy_lo"] <= with_rows["accuracy"] + 1e-9).all()
+    assert (with_rows["accuracy"] <= with_rows["accuracy_hi"] + 1e-9).all()
+    n = with_rows["n"].to_numpy()
+    low, high = wilson_interval(with_rows["accuracy"].to_numpy() / 100 * n, n)
+    assert with_rows["accuracy_lo"].to_numpy() == pytest.approx(100 * low)
+    assert with_rows["accuracy_hi"].to_numpy() == pytest.approx(100 * high)
+
+
+def test_no_bands_without_statistics(run_dir: Path, tmp_path: Path) -> None:
+    bare = copy_run(run_dir, tmp_path / "bare", ("intervals.parquet", "comparisons.parquet"))
+    frame = rgb_noise_with_ci(load_run(bare))
+    assert frame["accuracy_lo"].null_count() == frame.height
 
 
 def test_output_is_deterministic_and_atomic(run_dir: Path, report: str, tmp_path: Path) -> None:
@@ -214,24 +359,24 @@ def test_renders_without_statistics_files_and_texts(run_dir: Path, tmp_path: Pat
 def test_fixture_statistics_files_are_shown(run_dir: Path, tmp_path: Path) -> None:
     run = copy_run(run_dir, tmp_path / "fixture")
     models = sorted(pl.read_parquet(run / "scores.parquet")["model"].unique().to_list())
-    base = {"view": "by_model", "noise_level": None, "category": None, "n": 10,
+    base = {"slice": "all", "noise_level": None, "category": None, "n": 10,
             "wilson_low": None, "wilson_high": None, "resamples": 777, "seed": 42,
             "method": "fixture bootstrap"}
     pl.DataFrame(
         [{**base, "model": models[0], "metric": "answer_f1", "mean": 0.5, "ci_low": 0.111,
           "ci_high": 0.999},
-         {**base, "model": models[0], "metric": "abstained", "mean": 0.5, "ci_low": 0.2,
+         {**base, "model": models[0], "metric": "abstain_rate", "mean": 0.5, "ci_low": 0.2,
           "ci_high": 0.3, "wilson_low": 0.014, "wilson_high": 0.456}],
         schema_overrides={"noise_level": pl.Float64, "category": pl.String,
                           "wilson_low": pl.Float64, "wilson_high": pl.Float64},
     ).write_parquet(run / "intervals.parquet")
     pl.DataFrame([
-        {"model_a": models[0], "model_b": models[1], "slice": "all", "slice_value": "all",
+        {"model_a": models[0], "model_b": models[1], "slice": "all", "category": None,
          "metric": "answer_f1", "n_pairs": 12, "mean_a": 0.2, "mean_b": 0.5, "diff": -0.3,
          "ci_low": -0.4, "ci_high": -0.2, "test": "paired permutation", "p_value": 0.001,
          "p_adjusted": 0.002, "correction": "holm", "significant": True},
         {"model_a": models[0], "model_b": models[1], "slice": "category",
-         "slice_value": "<i>Factual</i>", "metric": "answer_f1", "n_pairs": 4, "mean_a": 0.2,
+         "category": "<i>Factual</i>", "metric": "answer_f1", "n_pairs": 4, "mean_a": 0.2,
          "mean_b": 0.25, "diff": -0.05, "ci_low": -0.4, "ci_high": 0.3,
          "test": "paired permutation", "p_value": 0.5, "p_adjusted": 0.9, "correction": "holm",
          "significant": False},
@@ -250,10 +395,12 @@ def test_fixture_statistics_files_are_shown(run_dir: Path, tmp_path: Path) -> No
 
 def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
     diff = pl.DataFrame({
-        "model": ["m<1>", "m2"], "metric": ["answer_f1", "answer_em"],
-        "slice": ["all", "all"], "slice_value": ["all", "all"], "mean_a": [0.4, 0.3],
-        "mean_b": [0.5, 0.3], "delta": [0.1, 0.0], "ci_low": [0.05, -0.1],
-        "ci_high": [0.15, 0.1],
+        "model": ["m<1>", "m2", "m2", "m3"], "metric": ["answer_f1", "answer_em", "overlap",
+                                                       "answer_f1"],
+        "slice": ["all", "all", "all", "category"],
+        "slice_value": ["all", "all", "all", "<b>x</b>"], "mean_a": [0.4, 0.3, 0.5, 0.6],
+        "mean_b": [0.5, 0.3, 0.5, 0.4], "delta": [0.1, 0.0, 0.0, -0.2],
+        "ci_low": [0.05, -0.1, -0.0, -0.3], "ci_high": [0.15, 0.1, 0.0, -0.1],
     })
     doc = write_report(run_dir, tmp_path / "r.html", diff=diff, title="Before & after")
     text = doc.read_text(encoding="utf-8")
@@ -262,6 +409,63 @@ def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
     assert "0.100 [0.050, 0.150]" in part
     assert "<title>Before &amp; after</title>" in text
     assert 'href="#run-comparison"' in text
+    rows = table_rows(part, "run-comparison-table")
+    # the all-zero row of m2 is left out, the regression comes first, then the improvement
+    assert [(r["Model"], r["Metric"], r["Change"]) for r in rows] == [
+        ("m3", "answer_f1", "worse"), ("m<1>", "answer_f1", "better"), ("m2", "answer_em", "—"),
+    ]
+    assert rows[0]["Slice"] == "category = <b>x</b>" and "&lt;b&gt;x&lt;/b&gt;" in part
+    assert "1 worse" in part and "1 rows where both runs agree" in part
+    assert "-0.000" not in part
+
+
+def test_run_comparison_of_two_runs(run_dir: Path, tmp_path: Path) -> None:
+    from pipeline.compare import compare
+
+    after = copy_run(run_dir, tmp_path / "after")
+    scores = pl.read_parquet(after / "scores.parquet")
+    model = sorted(scores["model"].drop_nulls().unique().to_list())[-1]
+    worse = pl.col("model") == model
+    scores.with_columns(
+        pl.when(worse).then(pl.col("answer_f1") * 0.1).otherwise(pl.col("answer_f1"))
+        .alias("answer_f1")
+    ).write_parquet(after / "scores.parquet")
+    comparison = compare(run_dir, after, resamples=50)
+    assert comparison.regressed.height > 0
+    doc = write_report(after, tmp_path / "r.html", diff=comparison.deltas,
+                       regressed=comparison.regressed).read_text(encoding="utf-8")
+    part = section(doc, "run-comparison")
+    assert re.search(r'<figure class="chart" id="chart-run-comparison"><svg id="chart-run-'
+                     r'comparison-svg"', part)
+    assert "answer_f1" in re.search(r"<svg.*?</svg>", part, re.DOTALL).group(0)  # type: ignore[union-attr]
+    regressed = table_rows(part, "regressed-table")
+    assert len(regressed) == comparison.regressed.height
+    assert {r["Model"] for r in regressed} == {html.unescape(model)}
+    drops = [float(r["Change"]) for r in regressed]
+    assert drops == sorted(drops)  # largest drops first
+    # the regressed items come before the slice table; regressions head that table
+    assert part.index('id="regressed-table"') < part.index('id="run-comparison-table"')
+    rows = table_rows(part, "run-comparison-table")
+    changes = [r["Change"] for r in rows]
+    assert changes[0] == "worse"
+    assert changes == sorted(changes, key=lambda c: {"worse": 0, "better": 1}.get(c, 2))
+    unchanged = comparison.deltas.filter(
+        (pl.col("delta").abs() <= 1e-12) & (pl.col("ci_low").abs() <= 1e-12)
+        & (pl.col("ci_high").abs() <= 1e-12)
+    )
+    assert unchanged.height > 0
+    assert len(rows) == comparison.deltas.height - unchanged.height - comparison.deltas.filter(
+        pl.col("delta").is_null() & pl.col("ci_low").is_null() & pl.col("ci_high").is_null()
+    ).height
+    assert "0.000 [0.000, 0.000]" not in part and "-0.000" not in part
+
+
+def test_regressed_items_need_a_diff(run_dir: Path, tmp_path: Path) -> None:
+    regressed = pl.DataFrame({"id": ["q"], "model": ["m"], "noise_level": [None],
+                              "task": [None], "metric": ["answer_f1"], "before": [1.0],
+                              "after": [0.0]})
+    with pytest.raises(ValueError, match="diff"):
+        write_report(run_dir, tmp_path / "r.html", regressed=regressed)
 
 
 def test_a_malformed_diff_is_an_input_error(run_dir: Path, tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """The report in a real browser (headless Chromium through Playwright).
 
 Skipped when Chromium or Playwright is missing, except on CI (``CI=true``), where that is a
-failure. Leaves a full-page screenshot at ``test-artifacts/report.png``.
+failure. The report is that of a small run compared with a copy of it in which one model got
+worse, so every section is on the page (the run comparison too). Leaves full-page screenshots
+in ``test-artifacts/``: ``report.png`` (1366 px), ``report-1400.png`` and ``report-800.png``.
 """
 
 from __future__ import annotations
@@ -9,14 +11,56 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
-from test_report import EVIL_RESPONSES, build_run
+from test_report import EVIL_RESPONSES, build_run, copy_run
 
+from pipeline.compare import compare
 from pipeline.report import write_report
 
 REPO = Path(__file__).resolve().parent.parent
-SCREENSHOT = REPO / "test-artifacts" / "report.png"
+ARTIFACTS = REPO / "test-artifacts"
+SCREENSHOT = ARTIFACTS / "report.png"
+#: Headers that must be in view without scrolling their table, at every width tested.
+KEY_COLUMNS = {
+    "comparisons-table": ("Metric", "Slice", "Model A vs B", "A − B [95% CI]", "p adjusted",
+                          "Significant"),
+    "worst-table": ("Model", "Noise", "Category", "F1"),
+    "run-comparison-table": ("Model", "Metric", "Slice", "B − A [95% CI]", "Change"),
+    "regressed-table": ("Model", "ID", "Metric", "Change"),
+}
+
+#: For every table: its key headers (class "key") out of view with the box scrolled to the
+#: left, and its first column out of view with the box scrolled to the right (it is sticky).
+_HIDDEN = """
+() => {
+  const problems = [];
+  for (const wrap of document.querySelectorAll(".table-wrap")) {
+    const table = wrap.querySelector("table");
+    const name = table.id || wrap.closest("section").id;
+    const inside = (el) => {
+      const box = wrap.getBoundingClientRect();
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && r.left >= box.left - 1 && r.right <= box.right + 1;
+    };
+    wrap.scrollLeft = 0;
+    for (const th of table.querySelectorAll("thead th.key")) {
+      if (!inside(th)) { problems.push(name + ": " + th.textContent + " out of view"); }
+    }
+    wrap.scrollLeft = wrap.scrollWidth;
+    const first = [table.querySelector("thead th"), table.querySelector("tbody td")];
+    for (const cell of first) {
+      if (cell && !inside(cell)) {
+        problems.push(name + ": first column scrolled away (" + cell.textContent + ")");
+      }
+    }
+    wrap.scrollLeft = 0;
+  }
+  return problems;
+}
+"""
 
 
 def _chromium() -> str:
@@ -34,35 +78,55 @@ def _chromium() -> str:
     return executable
 
 
-def test_report_in_chromium(tmp_path_factory: pytest.TempPathFactory) -> None:
+@pytest.fixture(scope="module")
+def report_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The report of a small run with a run comparison against a worse copy of it."""
+    _chromium()
+    root = tmp_path_factory.mktemp("browser-run")
+    before = build_run(root)
+    after = copy_run(before, root / "after")
+    scores = pl.read_parquet(after / "scores.parquet")
+    model = sorted(scores["model"].drop_nulls().unique().to_list())[-1]
+    scores.with_columns(
+        pl.when(pl.col("model") == model).then(pl.col("answer_f1") * 0.1)
+        .otherwise(pl.col("answer_f1")).alias("answer_f1")
+    ).write_parquet(after / "scores.parquet")
+    comparison = compare(before, after, resamples=50)
+    target = write_report(after, root / "report.html", diff=comparison.deltas,
+                          regressed=comparison.regressed)
+    return target.resolve().as_uri()
+
+
+def _open(browser: Any, url: str, width: int, errors: list[str], requests: list[str]) -> Any:
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.on("console",
+            lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url, wait_until="load")
+    return page
+
+
+def test_report_in_chromium(report_url: str) -> None:
     executable = _chromium()
     from playwright.sync_api import sync_playwright
 
     assert "<script>window.__pwned = 1</script>" in EVIL_RESPONSES
-    root = tmp_path_factory.mktemp("browser-run")
-    target = write_report(build_run(root), root / "report.html")
-    url = target.resolve().as_uri()
-
     errors: list[str] = []
     requests: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable,
                                     args=["--no-sandbox", "--headless"])
         try:
-            page = browser.new_page(viewport={"width": 1366, "height": 900})
-            page.on("console",
-                    lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(url, wait_until="load")
+            page = _open(browser, report_url, 1366, errors, requests)
 
             assert errors == []
-            assert [u for u in requests if u != url and not u.startswith("data:")] == []
+            assert [u for u in requests if u != report_url and not u.startswith("data:")] == []
             assert page.evaluate("typeof window.__pwned") == "undefined"
             assert page.evaluate("typeof window.__pwned2") == "undefined"
 
             charts = page.locator("figure.chart > svg")
-            assert charts.count() >= 9
+            assert charts.count() >= 10  # with the run comparison's chart
             for k in range(charts.count()):
                 chart = charts.nth(k)
                 assert chart.evaluate("e => e.childElementCount") > 0
@@ -79,9 +143,50 @@ def test_report_in_chromium(tmp_path_factory: pytest.TempPathFactory) -> None:
             page.fill("#worst-table-search", "")
             assert visible.count() == total
 
-            SCREENSHOT.parent.mkdir(exist_ok=True)
+            ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
             print(f"screenshot: {SCREENSHOT}")
+        finally:
+            browser.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_report_fits_the_window(report_url: str, width: int) -> None:
+    """No horizontal page scroll; tables scroll in their box with the key columns in view."""
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable,
+                                    args=["--no-sandbox", "--headless"])
+        try:
+            page = _open(browser, report_url, width, errors, requests)
+            ARTIFACTS.mkdir(exist_ok=True)
+            screenshot = ARTIFACTS / f"report-{width}.png"
+            page.screenshot(path=str(screenshot), full_page=True)
+            print(f"screenshot: {screenshot}")
+
+            scroll_width, inner_width = page.evaluate(
+                "[document.documentElement.scrollWidth, window.innerWidth]"
+            )
+            assert scroll_width <= inner_width, f"the page scrolls sideways at {width} px"
+            assert page.evaluate("document.body.scrollWidth") <= inner_width
+
+            for table_id, titles in KEY_COLUMNS.items():
+                marked = page.eval_on_selector_all(
+                    f"#{table_id} thead th.key", "els => els.map(e => e.textContent)"
+                )
+                assert [t.replace("\xad", "") for t in marked] == list(titles), table_id
+            assert page.evaluate(_HIDDEN) == []
+
+            # every table box stays within the page
+            for right in page.eval_on_selector_all(
+                ".table-wrap", "els => els.map(e => e.getBoundingClientRect().right)"
+            ):
+                assert right <= inner_width
         finally:
             browser.close()
     assert errors == []

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.config import DEFAULT_RGB_SECONDARY_REJECTIONS as DEFAULT_SECONDARY_REJECTIONS
 from pipeline.metrics.robustness.rgb_detect import (
     CHINESE_REJECTION,
     DEFAULT_PRIMARY_REJECTIONS,
-    DEFAULT_SECONDARY_REJECTIONS,
     rgb_error_detected,
     rgb_rejected,
     rgb_rejection_phrase,

@@ -90,6 +90,19 @@ def test_config_pickles_without_its_loaded_rules(tmp_path):
         ("relevance", "divisor = 8", "divisor = 0", "steps.divisor"),
         ("overall", "decimals = 2", "decimals = -1", "decimals"),
         ("overall", "[passing]", "[passing", "not valid TOML"),
+        ("quality", 'unit = "letters"', 'unit = "bytes"', "unit"),
+        ("quality", "single_sentence = 1.0", "single_sentence = 2.0", "single_sentence"),
+        ("safety", "neutral_balance = 1.0", "neutral_balance = 1.5", "neutral_balance"),
+        ("safety", "neutral_balance = 1.0", "neutral_balanse = 1.0", "neutral_balanse"),
+        ("safety", "neutral_balance = 1.0", "only_categories = []", "only_categories"),
+        ("relevance", 'word_unit = "word-characters"', 'word_unit = "x"', "depth.word_unit"),
+        ("overall", "bleu = 0.05", "bleu = 0.05\nbleu_textbook = 0.0", "bleu_textbook"),
+        ("overall", "bleu = 0.05", "blue = 0.05", "bleu"),
+        ("overall", 'group = "accuracy"', "group = 1", "group"),
+        ("overall", 'bias_separator = ", "', 'bias_separator = ", "\nbias_names = "x"',
+         "bias_names"),
+        ("overall", "template = ", "modes = { pass = 'Fine' }\npass_bands = []\ntemplate = ",
+         "pass_bands"),
     ],
 )
 def test_malformed_file_names_file_and_key(tmp_path, family, old, new, key):
@@ -106,3 +119,27 @@ def test_malformed_file_names_file_and_key(tmp_path, family, old, new, key):
     with pytest.raises(ConfigError) as config_error:
         load_config(config)
     assert str(path) in str(config_error.value) and key in str(config_error.value)
+
+
+def test_preset_bundles_its_own_rule_files(tmp_path):
+    """``[compat] preset = "enhanced-framework"`` reads pipeline/data/enhanced-framework.*.toml;
+    a file named in ``[composite]`` still wins; the digest (``comp:``) names the files used."""
+    preset = Config(compat_preset="enhanced-framework")
+    assert preset.rules.quality.source == "pipeline/data/enhanced-framework.quality.toml"
+    assert preset.rules.overall.bleu_input == "bleu_matched_orders"
+    assert Config().rules.overall.bleu_input == "bleu"
+    assert preset.composite_digest() != Config().composite_digest()
+    assert f"|comp:{preset.composite_digest()}|" in preset.signature()
+    path = write(tmp_path, "quality.toml", bundled("quality"))
+    mine = Config(compat_preset="enhanced-framework", quality_rules_file=path)
+    assert mine.rules.quality.source == str(path)
+    assert mine.rules.safety is preset.rules.safety
+    other = Config(compat_preset="rgb-app")  # a preset without rule files of its own
+    assert other.composite_digest() == Config().composite_digest()
+
+
+def test_overall_rules_weigh_the_named_bleu_variant(tmp_path):
+    text = bundled("overall").replace("bleu = 0.05", "bleu_textbook = 0.05")
+    rules = load_rules(overall_file=write(tmp_path, "overall.toml", text)).overall
+    assert rules.bleu_input == "bleu_textbook"
+    assert "bleu" not in rules.accuracy_weights

@@ -145,7 +145,7 @@ def test_coverage_by_simulation():
         "answer_f1": rng.normal(0.5, 0.2, sims * rows).tolist(),
     })
     table = interval_table(frame, resamples=400, seed=7)
-    assert table["view"].unique().to_list() == ["by_model"]
+    assert table["slice"].unique().to_list() == ["all"]
     em = table.filter(pl.col("metric") == "answer_em")
     f1 = table.filter(pl.col("metric") == "answer_f1")
     assert em.height == f1.height == sims
@@ -168,7 +168,7 @@ def test_interval_values_and_views():
     })
     table = interval_table(frame, resamples=200, seed=1)
     assert dict(table.schema) == INTERVAL_SCHEMA
-    row = table.filter(view="by_model", model="m", metric="answer_em").row(0, named=True)
+    row = table.filter(slice="all", model="m", metric="answer_em").row(0, named=True)
     assert (row["n"], row["mean"]) == (5, 0.6)
     assert (row["noise_level"], row["category"]) == (None, None)
     assert (row["resamples"], row["seed"]) == (200, 1)
@@ -177,16 +177,16 @@ def test_interval_values_and_views():
     low, high = wilson_interval(np.array([3]), np.array([5]))
     assert (row["wilson_low"], row["wilson_high"]) == (low[0], high[0])
     # the null model is its own group
-    null_model = table.filter(pl.col("model").is_null(), view="by_model", metric="answer_f1")
+    null_model = table.filter(pl.col("model").is_null(), slice="all", metric="answer_f1")
     assert null_model["mean"].to_list() == [0.25]
     # rows without a noise level are not in by_model_noise
-    noise = table.filter(view="by_model_noise", model="m", metric="answer_f1").sort("noise_level")
+    noise = table.filter(slice="noise_level", model="m", metric="answer_f1").sort("noise_level")
     assert noise["noise_level"].to_list() == [0.0, 0.5]
     assert noise["n"].to_list() == [3, 2]
     assert noise["mean"].to_list() == pytest.approx([2.5 / 3, 0.25])
-    category = table.filter(view="by_model_category", model="m", metric="answer_em")
+    category = table.filter(slice="category", model="m", metric="answer_em")
     assert category.sort("category")["mean"].to_list() == [2 / 3, 0.5]
-    sort_keys = ["view", "model", "noise_level", "category", "metric"]
+    sort_keys = ["slice", "model", "noise_level", "category", "question_type", "task", "metric"]
     assert table.equals(table.sort(sort_keys, nulls_last=True))
 
 
@@ -198,7 +198,7 @@ def test_one_question_collapses_interval():
         "answer_em": [1, 0] * 20,
         "answer_f1": np.linspace(0, 1, 40).tolist(),
     })
-    table = interval_table(frame, resamples=300, seed=0).filter(view="by_model")
+    table = interval_table(frame, resamples=300, seed=0).filter(slice="all")
     assert table["ci_low"].to_list() == pytest.approx(table["mean"].to_list())
     assert table["ci_high"].to_list() == pytest.approx(table["mean"].to_list())
 
@@ -214,7 +214,7 @@ def test_clustered_interval_wider_than_independent_rows():
 
     def width(frame: pl.DataFrame) -> float:
         row = interval_table(frame, resamples=500, seed=0).filter(
-            view="by_model", metric="answer_f1"
+            slice="all", metric="answer_f1"
         ).row(0, named=True)
         return row["ci_high"] - row["ci_low"]
 
@@ -253,9 +253,9 @@ def two_models() -> pl.DataFrame:
 def test_comparison_mcnemar_and_holm_by_hand():
     table = comparison_table(two_models(), resamples=500, seed=0)
     assert dict(table.schema) == COMPARISON_SCHEMA
-    em = table.filter(metric="answer_em").sort("slice", "slice_value")
-    assert em.select("slice", "slice_value").rows() == [("all", "all"), ("category", "x"),
-                                                        ("category", "y")]
+    em = table.filter(metric="answer_em").sort("slice", "category", nulls_last=True)
+    assert em.select("slice", "category").rows() == [("all", None), ("category", "x"),
+                                                     ("category", "y")]
     assert em["n_pairs"].to_list() == [10, 5, 5]  # "only_a" has no partner
     assert em["n_a_only"].to_list() == [6, 4, 2]
     assert em["n_b_only"].to_list() == [1, 0, 1]
@@ -301,9 +301,9 @@ def test_comparison_pairs_on_keys_with_nulls_equal_and_noise_slices():
         "answer_f1": [1.0, 0.5, 0.8, 0.0, 0.5, 0.8],
     })
     table = comparison_table(frame, resamples=50, seed=0)
-    assert table.select("slice", "slice_value", "n_pairs").rows() == [
-        ("all", "all", 3), ("noise_level", "0.2", 1), ("noise_level", "0.4", 1),
-        ("task", "noise_robustness", 1),
+    assert table.select("slice", "noise_level", "task", "n_pairs").rows() == [
+        ("all", None, None, 3), ("noise_level", 0.2, None, 1), ("noise_level", 0.4, None, 1),
+        ("task", None, "noise_robustness", 1),
     ]
 
 def test_comparison_leaves_out_ambiguous_keys(caplog):
@@ -328,7 +328,7 @@ def test_zero_resamples_keeps_closed_forms():
     comparisons = comparison_table(frame, resamples=0)
     assert comparisons["ci_low"].is_null().all()
     assert comparisons.filter(metric="answer_f1")["p_value"].is_null().all()
-    em = comparisons.filter(metric="answer_em").sort("slice", "slice_value")
+    em = comparisons.filter(metric="answer_em").sort("slice", "category", nulls_last=True)
     assert em["p_adjusted"].to_list() == pytest.approx([0.375, 0.375, 1.0])
     assert (comparisons["resamples"] == 0).all()
 
@@ -442,9 +442,9 @@ def test_intervals_equal_exact_cluster_bootstrap_oracle():
         answer_f1=pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise("answer_f1")
     )
     table = interval_table(frame, resamples=300, seed=11)
-    for view, model, noise, category in [("by_model", "a", None, None),
-                                         ("by_model_noise", "b", 0.3, None),
-                                         ("by_model_category", "a", None, "c1")]:
+    for slice_name, model, noise, category in [("all", "a", None, None),
+                                               ("noise_level", "b", 0.3, None),
+                                               ("category", "a", None, "c1")]:
         rows = frame.filter(pl.col("model") == model)
         if noise is not None:
             rows = rows.filter(pl.col("noise_level") == noise)
@@ -452,12 +452,13 @@ def test_intervals_equal_exact_cluster_bootstrap_oracle():
             rows = rows.filter(pl.col("category") == category)
         values = rows.select(pl.col("answer_em", "answer_f1").cast(pl.Float64)).to_numpy()
         means = []
-        rng = seeded(11, "interval", view, model, noise, category)
+        key = [v for v in (noise, category) if v is not None]
+        rng = seeded(11, "interval", slice_name, model, *key)
         state = rng.bit_generator.state
         for j, metric in enumerate(["answer_em", "answer_f1"]):
             rng.bit_generator.state = state  # one draw matrix serves every metric of a group
             low, high = cluster_bootstrap(rows["id"].to_list(), values[:, j], rng, 300)
-            got = table.filter(view=view, model=model, metric=metric).filter(
+            got = table.filter(slice=slice_name, model=model, metric=metric).filter(
                 pl.col("noise_level").eq_missing(noise), pl.col("category").eq_missing(category)
             ).row(0, named=True)
             assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high), rel=1e-12)
@@ -469,23 +470,23 @@ def test_comparisons_equal_exact_cluster_bootstrap_oracle():
     frame = clustered(30)
     table = comparison_table(frame, resamples=400, seed=2)
     for slice_name, value, rows in [
-        ("all", "all", frame),
-        ("noise_level", "0.3", frame.filter(pl.col("noise_level") == 0.3)),
+        ("all", None, frame),
+        ("noise_level", 0.3, frame.filter(pl.col("noise_level") == 0.3)),
     ]:
+        values = [] if value is None else [value]
         a = rows.filter(model="a").sort("id", "noise_level")
         b = rows.filter(model="b").sort("id", "noise_level")
         diffs = (a["answer_f1"] - b["answer_f1"]).to_numpy()
         low, high = cluster_bootstrap(a["id"].to_list(), diffs,
-                                      seeded(2, "bootstrap", "a", "b", slice_name, value), 400)
-        got = table.filter(metric="answer_f1", slice=slice_name, slice_value=value).row(
-            0, named=True
-        )
+                                      seeded(2, "bootstrap", "a", "b", slice_name, *values), 400)
+        got = table.filter(pl.col("noise_level").eq_missing(value), metric="answer_f1",
+                           slice=slice_name).row(0, named=True)
         assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high), rel=1e-12)
         # the sign-flip test over the per-question sums of the differences
         ids = sorted(set(a["id"].to_list()))
         index = np.array([ids.index(i) for i in a["id"].to_list()])
         summed = np.bincount(index, diffs, len(ids))
-        rng = seeded(2, "permutation", "a", "b", slice_name, value)
+        rng = seeded(2, "permutation", "a", "b", slice_name, *values)
         signs = 2.0 * rng.integers(0, 2, size=(400, len(ids)), dtype=np.int8) - 1.0
         tolerance = 1e-9 * max(1.0, np.abs(summed).sum())
         extreme = np.count_nonzero(np.abs(signs @ summed) >= abs(summed.sum()) - tolerance)
@@ -511,7 +512,7 @@ def test_bucketed_close_to_exact():
     assert bucketed["method"].unique().to_list() == [
         "percentile bootstrap over questions, ids in 1024 md5 buckets"
     ]
-    keys = ["view", "model", "noise_level", "category", "metric"]
+    keys = ["slice", "model", "noise_level", "category", "metric"]
     assert exact.select(keys).equals(bucketed.select(keys))
     assert exact["n"].equals(bucketed["n"])
     np.testing.assert_allclose(bucketed["mean"], exact["mean"], rtol=1e-12)
@@ -521,9 +522,8 @@ def test_bucketed_close_to_exact():
     exact_cmp = comparison_table(frame, resamples=1000, seed=0)
     bucketed_cmp = comparison_table(frame, resamples=1000, seed=0, exact_max_ids=100,
                                     buckets=1024)
-    assert exact_cmp.select("slice", "slice_value", "metric", "n_pairs", "n_a_only").equals(
-        bucketed_cmp.select("slice", "slice_value", "metric", "n_pairs", "n_a_only")
-    )
+    cmp_keys = ["slice", "noise_level", "category", "task", "metric", "n_pairs", "n_a_only"]
+    assert exact_cmp.select(cmp_keys).equals(bucketed_cmp.select(cmp_keys))
     np.testing.assert_allclose(bucketed_cmp["diff"], exact_cmp["diff"], rtol=1e-9)
     ratio = (bucketed_cmp["ci_high"] - bucketed_cmp["ci_low"]) / (
         exact_cmp["ci_high"] - exact_cmp["ci_low"]

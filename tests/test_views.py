@@ -509,12 +509,18 @@ def test_slices_add_up_to_the_model(out_dir: Path) -> None:
 
 def test_headline(out_dir: Path, by_model: dict[Any, dict[str, Any]]) -> None:
     headline = run_query(out_dir, "select * from headline order by model")
-    assert headline.columns == ["model", "n", "faithfulness", "overlap", "answer_f1",
-                                "citation_f1_macro", "mean_total_tokens", "p50_latency_ms",
-                                "abstain_rate", "signature"]
+    assert headline.columns == ["model", "n", "faithfulness", "overlap", "n_grounding",
+                                "answer_f1", "citation_f1_macro", "mean_total_tokens",
+                                "p50_latency_ms", "abstain_rate", "overall_score",
+                                "n_no_passages", "n_idk_with_citation", "idk_check",
+                                "signature"]
     for row in headline.iter_rows(named=True):
         for column, value in row.items():
-            assert value == by_model[row["model"]][column]
+            if column != "idk_check":
+                assert value == by_model[row["model"]][column]
+    # the sanity count must be 0: model A has one row whose "I don't know" cites a passage
+    checks = dict(zip(headline["model"], headline["idk_check"], strict=True))
+    assert checks == {"A": "WARNING: IDK+citation must be 0", "B": "ok", "C": "ok", None: "ok"}
     em = rows_by(run_query(out_dir, "select * from headline_em"), "model")
     assert em["A"]["answer_em"] == pytest.approx(0.25)
     assert em["B"]["answer_em_strict"] == pytest.approx(0.5)

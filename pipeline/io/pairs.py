@@ -16,6 +16,10 @@ Both files are JSON arrays of objects. The format is told apart by the keys:
 
 ``model`` is the prediction's ``model`` field where present, else the predictions file's stem.
 The column mapping of the config does not apply: these formats have fixed field names.
+A field read that holds text UTF-8 cannot encode (a lone surrogate, ``"\\ud800"``) makes its
+object a rejected row, as in the other JSON readers: unmatched and unusable objects get the
+problem added to their reason, matched records carry it as a reader problem
+(:data:`~pipeline.schema.READER_PROBLEM`) that validation rejects them with.
 The records returned still need :func:`pipeline.validate.validate_records`.
 """
 
@@ -32,8 +36,16 @@ from typing import Any
 import polars as pl
 
 from pipeline.config import Config
-from pipeline.io.readers import check_file, json_columns, json_kind, load_json_array
+from pipeline.io.readers import (
+    check_file,
+    json_columns,
+    json_kind,
+    load_json_array,
+    without_lone_surrogates,
+)
 from pipeline.schema import (
+    READER_PROBLEM,
+    READER_RAW,
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
     ROW_COLUMN,
@@ -68,6 +80,7 @@ PREDICTION_WITHOUT_REFERENCE = "prediction without reference"
 REFERENCE_WITHOUT_PREDICTION = "reference without prediction"
 
 _KEY, _KEY_KIND, _RAW = "__question_id", "__question_id_kind", "__raw"
+_REF_PROBLEM, _REF_RAW = "__ref_problem", "__ref_raw"
 
 
 @dataclass(frozen=True)
@@ -85,8 +98,8 @@ def read_prediction_pair(
     pred_source, ref_source = os.fspath(predictions), os.fspath(references)
     check_file(Path(pred_source), pred_source)
     check_file(Path(ref_source), ref_source)
-    preds = load_json_array(Path(pred_source), pred_source)
-    refs = load_json_array(Path(ref_source), ref_source)
+    preds, pred_check = load_json_array(Path(pred_source), pred_source)
+    refs, ref_check = load_json_array(Path(ref_source), ref_source)
     pred_keys, ref_keys = _keys(preds), _keys(refs)
     if "question_id" in pred_keys | ref_keys:
         for source, keys in ((pred_source, pred_keys), (ref_source, ref_keys)):
@@ -101,9 +114,13 @@ def read_prediction_pair(
                 f"{pred_source}, {ref_source}: legacy format 1 needs a 'question' field in one "
                 "of the files"
             )
-        result = _by_question_id(preds, refs, pred_source, ref_source)
+        result = _by_question_id(
+            _Objects(preds, pred_check, pred_source), _Objects(refs, ref_check, ref_source)
+        )
     elif "answer" in pred_keys and "answer" in ref_keys:
-        result = _by_position(preds, refs, pred_source, ref_source)
+        result = _by_position(
+            _Objects(preds, pred_check, pred_source), _Objects(refs, ref_check, ref_source)
+        )
     else:
         raise InputError(
             f"{pred_source}, {ref_source}: not a legacy pair: expected objects with "
@@ -120,20 +137,51 @@ def read_prediction_pair(
     return result
 
 
+@dataclass(frozen=True)
+class _Objects:
+    """The objects of one file, the indices that may hold a lone surrogate, and the path."""
+
+    objects: list[dict[str, Any]]
+    check: range
+    source: str
+
+
 def _keys(objects: list[dict[str, Any]]) -> set[str]:
     return {key for obj in objects for key in obj}
 
 
-def _frame(objects: list[dict[str, Any]], fields: Mapping[str, str], source: str) -> pl.DataFrame:
-    """Canonical columns for the fields present, plus provenance and the raw object text."""
+def _raw_text(obj: dict[str, Any]) -> str:
+    """The object as JSON, a lone surrogate written as its ``\\uXXXX`` escape."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _frame(
+    given: _Objects, fields: Mapping[str, str], *, question_id: bool = False
+) -> pl.DataFrame:
+    """Canonical columns for the fields present, plus provenance, the raw object text and
+    :data:`READER_PROBLEM` (null unless a field read holds a lone surrogate; that field is then
+    null). ``question_id``: the field is read too (as ``id``) and its value kept in ``_KEY``."""
+    objects = given.objects
     present = _keys(objects)
     targets = {key: RECORD_SCHEMA[name] for key, name in fields.items() if key in present}
-    frame = json_columns(objects, targets).rename({key: fields[key] for key in targets})
-    return frame.with_columns(
-        pl.lit(source, dtype=pl.String).alias(SOURCE_COLUMN),
+    read = [(key, fields[key]) for key in targets]
+    if question_id:
+        read.append(("question_id", "id"))
+    cleaned, unreadable = without_lone_surrogates(objects, read, given.check)
+    frame = json_columns(cleaned, targets).rename({key: fields[key] for key in targets})
+    frame = frame.with_columns(
+        pl.lit(given.source, dtype=pl.String).alias(SOURCE_COLUMN),
         pl.int_range(pl.len(), dtype=pl.Int64).alias(ROW_COLUMN),
-        pl.Series(_RAW, [json.dumps(obj, ensure_ascii=False) for obj in objects], pl.String),
+        pl.Series(_RAW, [_raw_text(obj) for obj in objects], pl.String),
     )
+    frame = frame.join(
+        unreadable.select(ROW_COLUMN, READER_PROBLEM), on=ROW_COLUMN, how="left",
+        maintain_order="left",
+    )
+    if question_id:
+        frame = _with_question_id(frame, objects, cleaned)
+    return frame
 
 
 def _with_model(frame: pl.DataFrame, source: str) -> pl.DataFrame:
@@ -145,12 +193,15 @@ def _with_model(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     return frame  # values of other types: left for validation to reject
 
 
-def _with_question_id(frame: pl.DataFrame, objects: list[dict[str, Any]]) -> pl.DataFrame:
-    """``__question_id``: the id as text (strings as they are, integers in decimal), else null."""
-    ids = [obj.get("question_id") for obj in objects]
+def _with_question_id(
+    frame: pl.DataFrame, objects: list[dict[str, Any]], cleaned: list[dict[str, Any]]
+) -> pl.DataFrame:
+    """``__question_id``: the id as text (strings as they are, integers in decimal), else null
+    (also a string with a lone surrogate: ``cleaned`` holds null there); ``__question_id_kind``:
+    the JSON type of the id as written."""
     return frame.with_columns(
-        pl.Series(_KEY, [_question_key(value) for value in ids], pl.String),
-        pl.Series(_KEY_KIND, [json_kind(value) for value in ids], pl.String),
+        pl.Series(_KEY, [_question_key(obj.get("question_id")) for obj in cleaned], pl.String),
+        pl.Series(_KEY_KIND, [json_kind(obj.get("question_id")) for obj in objects], pl.String),
     )
 
 
@@ -163,25 +214,45 @@ def _question_key(value: object) -> str | None:
 
 
 def _rejected(frame: pl.DataFrame, reason: pl.Expr | str) -> pl.DataFrame:
+    """Rows of ``frame`` as rejected rows with ``reason`` and, after it, the row's reader
+    problem where it has one."""
+    given = pl.lit(reason) if isinstance(reason, str) else reason
     return frame.select(
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
         pl.col(_KEY).alias("id") if _KEY in frame.columns else pl.lit(None, pl.String).alias("id"),
-        (pl.lit(reason) if isinstance(reason, str) else reason).alias("reason"),
+        pl.concat_str([given, pl.col(READER_PROBLEM)], separator="; ", ignore_nulls=True)
+        .alias("reason"),
         pl.col(_RAW).alias("raw"),
     ).cast(pl.Schema(REJECTED_SCHEMA))
 
 
-def _by_question_id(
-    preds: list[dict[str, Any]], refs: list[dict[str, Any]], pred_source: str, ref_source: str
-) -> PairResult:
-    pred = _with_question_id(_frame(preds, QA_PREDICTION_FIELDS, pred_source), preds)
-    pred = _with_model(pred, pred_source)
-    ref = _with_question_id(_frame(refs, QA_REFERENCE_FIELDS, ref_source), refs)
+def _with_problems(records: pl.DataFrame, ref_raw: str) -> pl.DataFrame:
+    """Records with the joined reader problems of their two objects (:data:`READER_PROBLEM`) and
+    the raw text of the object that has one (:data:`READER_RAW`), or without both columns when
+    no record has a problem."""
+    problem = pl.concat_str([READER_PROBLEM, _REF_PROBLEM], separator="; ", ignore_nulls=True)
+    raw = (
+        pl.when(pl.col(READER_PROBLEM).is_not_null()).then(pl.col(_RAW))
+        .when(pl.col(_REF_PROBLEM).is_not_null()).then(pl.col(ref_raw))
+    )
+    marked = records.with_columns(
+        pl.when(problem != "").then(problem).alias(READER_PROBLEM), raw.alias(READER_RAW)
+    )
+    if marked[READER_PROBLEM].null_count() == marked.height:
+        return marked.drop(READER_PROBLEM, READER_RAW)
+    return marked
+
+
+def _by_question_id(preds: _Objects, refs: _Objects) -> PairResult:
+    pred = _with_model(_frame(preds, QA_PREDICTION_FIELDS, question_id=True), preds.source)
+    ref = _frame(refs, QA_REFERENCE_FIELDS, question_id=True)
 
     unusable = pl.col(_KEY).is_null()
     bad_id = (
-        pl.when(pl.col(_KEY_KIND).is_null())
+        pl.when(pl.col(_KEY_KIND) == "string")  # a string that holds a lone surrogate
+        .then(pl.lit(None, pl.String))
+        .when(pl.col(_KEY_KIND).is_null())
         .then(pl.lit("question_id: missing"))
         .otherwise(pl.format("question_id: expected string or integer, got {}", pl.col(_KEY_KIND)))
     )
@@ -208,7 +279,8 @@ def _by_question_id(
     )
 
     ref_side = ref_unique.select(
-        _KEY, *(pl.col(c).alias(f"__ref_{c}") for c in ref_unique.columns if c in RECORD_SCHEMA)
+        _KEY, *(pl.col(c).alias(f"__ref_{c}") for c in ref_unique.columns if c in RECORD_SCHEMA),
+        pl.col(READER_PROBLEM).alias(_REF_PROBLEM), pl.col(_RAW).alias(_REF_RAW),
     )
     matched = pred_usable.join(ref_side, on=_KEY, how="inner", maintain_order="left")
 
@@ -227,37 +299,48 @@ def _by_question_id(
         pl.col("model"),
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
+        pl.col(READER_PROBLEM),
+        pl.col(_RAW),
+        pl.col(_REF_PROBLEM),
+        pl.col(_REF_RAW),
     )
-    return PairResult(records=_canonical_order(records), rejected=rejected)
+    return PairResult(
+        records=_canonical_order(_with_problems(records, _REF_RAW)), rejected=rejected
+    )
 
 
-def _by_position(
-    preds: list[dict[str, Any]], golds: list[dict[str, Any]], pred_source: str, gold_source: str
-) -> PairResult:
-    if len(preds) != len(golds):
+def _by_position(preds: _Objects, golds: _Objects) -> PairResult:
+    if len(preds.objects) != len(golds.objects):
         raise InputError(
             f"legacy format 2 matches predictions to gold answers by position, but "
-            f"{pred_source} has {len(preds)} entries and {gold_source} has {len(golds)}"
+            f"{preds.source} has {len(preds.objects)} entries and {golds.source} has "
+            f"{len(golds.objects)}"
         )
-    pred = _with_model(_frame(preds, CITED_PREDICTION_FIELDS, pred_source), pred_source)
-    gold = _frame(golds, CITED_GOLD_FIELDS, gold_source)
+    pred = _with_model(_frame(preds, CITED_PREDICTION_FIELDS), preds.source)
+    gold = _frame(golds, CITED_GOLD_FIELDS)
     records = pl.concat(
         [
             pred.select(
                 pl.col(ROW_COLUMN).cast(pl.String).alias("id"),
                 pl.lit("", dtype=pl.String).alias("question"),
-                pl.exclude(_RAW),
+                pl.all(),
             ),
-            gold.select(pl.exclude(SOURCE_COLUMN, ROW_COLUMN, _RAW)),
+            gold.select(
+                pl.exclude(SOURCE_COLUMN, ROW_COLUMN, _RAW, READER_PROBLEM),
+                pl.col(READER_PROBLEM).alias(_REF_PROBLEM),
+                pl.col(_RAW).alias(_REF_RAW),
+            ),
         ],
         how="horizontal",
     )
     return PairResult(
-        records=_canonical_order(records), rejected=pl.DataFrame(schema=REJECTED_SCHEMA)
+        records=_canonical_order(_with_problems(records, _REF_RAW)),
+        rejected=pl.DataFrame(schema=REJECTED_SCHEMA),
     )
 
 
 def _canonical_order(frame: pl.DataFrame) -> pl.DataFrame:
+    problems = [c for c in (READER_PROBLEM, READER_RAW) if c in frame.columns]
     return frame.select(
-        *(c for c in RECORD_SCHEMA if c in frame.columns), SOURCE_COLUMN, ROW_COLUMN
+        *(c for c in RECORD_SCHEMA if c in frame.columns), SOURCE_COLUMN, ROW_COLUMN, *problems
     )

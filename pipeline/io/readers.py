@@ -1,10 +1,19 @@
 """Read evaluation records from Parquet, JSON Lines, JSON arrays, CSV and TSV files.
 
 Every reader returns the file's canonical columns, renamed from the names in the file through
-``config.columns`` (canonical -> name in the file), followed by the provenance columns ``source``
-(the path as given) and ``row_number`` (0-based index of the record in the file). Columns that are
-not canonical are dropped. Readers never cast or coerce a value; :mod:`pipeline.validate` turns the
-columns into the dtypes of :data:`pipeline.schema.RECORD_SCHEMA` or rejects the row with a reason.
+``config.columns`` (canonical -> name in the file) or a known layout's names
+(:mod:`pipeline.io.columns`: RAGAS, Hugging Face ``datasets`` exports), followed by the
+provenance columns ``source`` (the path as given) and ``row_number`` (0-based index of the record
+in the file). Columns that are not canonical are dropped. Readers never cast or coerce a value;
+:mod:`pipeline.validate` turns the columns into the dtypes of
+:data:`pipeline.schema.RECORD_SCHEMA` or rejects the row with a reason.
+
+Three things every reader does last (:func:`_complete`): a text cell of a list column written as
+a Python list repr (pandas ``to_csv``) becomes the JSON array it denotes
+(:mod:`pipeline.io.pylists`); a file without ``id`` gets ids derived from each row's content
+(:mod:`pipeline.io.derived_ids`); and the labels given for the file on the command line
+(``--model``, ``--run-label``: ``config.input_labels``) fill the ``model`` and ``run`` columns,
+a row whose own value differs being rejected with the reason.
 
 What a reader hands to validation, by format:
 
@@ -49,6 +58,15 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
+from pipeline.io.columns import (  # noqa: F401 - source_names is re-exported (Spark engine)
+    ColumnPlan,
+    layout_names,
+    missing_column_error,
+    plan_columns,
+    source_names,
+)
+from pipeline.io.derived_ids import ID_KEYS, derived_ids
+from pipeline.io.pylists import python_lists_as_json_series
 from pipeline.schema import (
     READER_PROBLEM,
     READER_RAW,
@@ -58,7 +76,6 @@ from pipeline.schema import (
     ROW_COLUMN,
     SOURCE_COLUMN,
     InputError,
-    MissingColumnError,
 )
 
 log = logging.getLogger(__name__)
@@ -103,39 +120,20 @@ def read_records(path: str | Path, config: Config) -> pl.DataFrame:
     frame = reader(Path(source), source, config)
     if frame.height == 0:
         raise InputError(f"{source}: the file contains no records")
+    frame = _complete(frame, source, config)
     log.debug("%s: read %d rows, columns %s", source, frame.height, frame.columns)
     return frame
 
 
-def missing_column_error(
-    column: str, path: str, available: Iterable[str], config: Config
-) -> MissingColumnError:
-    """The error for a required ``column`` absent from ``path``, naming the mapped source name."""
-    available = list(available)
-    error = MissingColumnError(column, path, available)
-    mapped = config.columns.get(column)
-    if mapped is not None and mapped != column:
-        error.args = (
-            f"{path}: required column {column!r} is missing: the config maps it to {mapped!r} "
-            f'([columns] {column} = "{mapped}"), which is not in the file '
-            f"(columns present: {', '.join(available) or 'none'})",
-        )
-    return error
-
-
-def source_names(config: Config) -> dict[str, str]:
-    """Canonical column name -> the name it is read from in input files.
-
-    An unmapped canonical column is read under its own name unless that name is the source of
-    another mapping (``[columns] question = "response"`` means the file's ``response`` column is
-    the question, so the canonical ``response`` must be mapped too or is missing).
-    """
-    taken = set(config.columns.values())
-    return {
-        name: config.columns.get(name, name)
-        for name in RECORD_SCHEMA
-        if name in config.columns or name not in taken
-    }
+def record_count(path: str | Path) -> int | None:
+    """The number of records of a Parquet file, from its metadata (nothing else is read); None
+    for the text formats, whose records are known only once parsed, and unreadable files."""
+    if Path(path).suffix.lower() != ".parquet":
+        return None
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except (pa.ArrowException, OSError):
+        return None
 
 
 # --- shared steps -------------------------------------------------------------------------------
@@ -155,33 +153,139 @@ def check_file(path: Path, source: str) -> None:
         raise InputError(f"{source}: the file is empty")
 
 
-def _require(available: Iterable[str], source: str, config: Config) -> dict[str, str]:
-    """Map each source name present to its canonical name; raise if a required one is absent."""
-    available = list(available)
-    present = set(available)
-    wanted = source_names(config)
-    for column in REQUIRED_COLUMNS:
-        if wanted.get(column) not in present:
-            raise missing_column_error(column, source, available, config)
-    return {src: name for name, src in wanted.items() if src in present}
+def _require(available: Iterable[str], source: str, config: Config) -> ColumnPlan:
+    """Where each canonical column is read from (:func:`~pipeline.io.columns.plan_columns`);
+    raises when a required column other than ``id`` is absent."""
+    plan = plan_columns(available, source, config)
+    if plan.layout:
+        log.info("%s: read with the names of a known layout: %s", source, layout_names(plan))
+    return plan
 
 
-def _finish(
-    frame: pl.DataFrame, renames: Mapping[str, str], source: str, offset: int = 0
-) -> pl.DataFrame:
+def _finish(frame: pl.DataFrame, plan: ColumnPlan, source: str, offset: int = 0) -> pl.DataFrame:
     """Canonical columns in schema order, then ``source`` and ``row_number`` (from ``offset``),
     then the reader's problem columns where ``frame`` has them."""
     problems = [c for c in READER_SCHEMA if c in frame.columns]
-    frame = frame.select(
-        *(pl.col(src).alias(name) for src, name in renames.items()), *problems
-    )
-    ordered = [name for name in RECORD_SCHEMA if name in frame.columns]
     return frame.select(
-        *ordered,
+        *(pl.col(src).alias(name) for src, name in plan.pairs),
         pl.lit(source, dtype=pl.String).alias(SOURCE_COLUMN),
         (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias(ROW_COLUMN),
         *problems,
     )
+
+
+# --- what every reader does last: list reprs, derived ids, labels -------------------------------
+
+#: List columns whose text cells may hold a Python list repr (pandas ``to_csv``).
+_LIST_COLUMNS = tuple(name for name, dtype in RECORD_SCHEMA.items() if isinstance(dtype, pl.List))
+#: The command-line flag of each label column, as named in reasons.
+LABEL_FLAGS: dict[str, str] = {"model": "--model", "run": "--run-label"}
+
+
+def _complete(
+    frame: pl.DataFrame, source: str, config: Config, ids: pl.Series | None = None
+) -> pl.DataFrame:
+    """``frame`` (a reader's output: a whole file, or the slice of one that ``ids`` belongs to)
+    with Python list reprs as JSON, the derived ``id`` where the file has none, and the file's
+    labels; canonical columns in schema order, then provenance and problem columns."""
+    frame = frame.with_columns(
+        python_lists_as_json_series(frame[name], nested=RECORD_SCHEMA[name] == _NESTED)
+        for name in _LIST_COLUMNS
+        if name in frame.columns and frame.schema[name] == pl.String()
+    )
+    labels = config.input_labels.get(source, {})
+    if "id" not in frame.columns:
+        if ids is None:
+            ids = _file_ids(frame.lazy(), frame.schema, source, labels)
+        unread = (
+            pl.col(READER_PROBLEM).is_not_null() if READER_PROBLEM in frame.columns
+            else pl.lit(False)
+        )  # a record the reader could not read has no trustworthy content
+        frame = frame.with_columns(pl.when(~unread).then(pl.lit(ids)).alias("id"))
+    frame = _labelled(frame, labels)
+    canonical = [name for name in RECORD_SCHEMA if name in frame.columns]
+    rest = [c for c in frame.columns if c not in RECORD_SCHEMA]
+    return frame.select(*canonical, *rest)
+
+
+_NESTED = pl.List(pl.List(pl.String()))
+
+
+def _text_of(name: str, dtype: pl.DataType) -> pl.Expr:
+    """A raw column's values that are text (null elsewhere)."""
+    if dtype == pl.String():
+        return pl.col(name)
+    if isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return pl.col(name).cast(pl.String)
+    if dtype == JSON_VALUE:
+        return pl.col(name).struct.field("string")
+    return pl.lit(None, pl.String)
+
+
+def _file_ids(
+    frame: pl.LazyFrame, schema: Mapping[str, pl.DataType], source: str,
+    labels: Mapping[str, str],
+) -> pl.Series:
+    """The derived ids of a whole file (``frame``: its canonical columns as read)."""
+    question, reference = (
+        _text_of(name, schema[name]) if name in schema else pl.lit(None, pl.String)
+        for name in ("question", "reference")
+    )
+    # A labelled column holds one value on every row that is not rejected: not a key part.
+    keys = [pl.col(name) for name in ID_KEYS if name in schema and name not in labels]
+    ids, repeats = derived_ids(frame, question, reference, keys, pl.col(ROW_COLUMN))
+    log.info("%s: no 'id' column: ids derived from question and reference "
+             "(docs/input-formats.md#derived-ids)", source)
+    if repeats:
+        log.warning(
+            "%s: %d row(s) repeat the question and reference of an earlier row with the same "
+            "model, run, noise level and task; their derived ids end in #2, #3, ... "
+            "(docs/input-formats.md#derived-ids)", source, repeats,
+        )
+    return ids
+
+
+def _labelled(frame: pl.DataFrame, labels: Mapping[str, str]) -> pl.DataFrame:
+    """``frame`` with each label's column set to it; a row whose own value differs is a reader
+    problem (``model: 'a' in the file differs from --model 'b'``) and keeps its value."""
+    found: list[pl.Expr] = []
+    columns: list[pl.Expr] = []
+    for name, value in labels.items():
+        if name not in frame.columns:
+            columns.append(pl.lit(value, pl.String).alias(name))
+            continue
+        dtype = frame.schema[name]
+        raw = pl.col(name)
+        given = raw.struct.field("kind").is_not_null() if dtype == JSON_VALUE else raw.is_not_null()
+        text = _text_of(name, dtype)
+        differs = given & (text.is_null() | (text != value))
+        shown = pl.when(text.is_not_null()).then(pl.format("'{}'", text)).otherwise(
+            pl.lit("a value that is not text")
+        )
+        found.append(pl.when(differs).then(
+            pl.format(f"{name}: {{}} in the file differs from {LABEL_FLAGS[name]} {value!r}",
+                      shown)
+        ))
+        if dtype == JSON_VALUE:
+            label = pl.struct(
+                pl.lit("string").alias("kind"), pl.lit(value).alias("string"),
+                pl.lit(None, pl.Int64).alias("int"), pl.lit(None, pl.Float64).alias("float"),
+                pl.lit(json.dumps(value, ensure_ascii=False)).alias("json"),
+            )
+            columns.append(pl.when(given).then(raw).otherwise(label).alias(name))
+        else:
+            kept = raw if dtype == pl.String() else raw.cast(pl.String, strict=False)
+            columns.append(pl.when(given).then(kept).otherwise(pl.lit(value)).alias(name))
+    if not labels:
+        return frame
+    frame = frame.with_columns(columns)
+    if not found:
+        return frame
+    earlier = [pl.col(READER_PROBLEM)] if READER_PROBLEM in frame.columns else []
+    joined = pl.concat_str([*earlier, *found], separator="; ", ignore_nulls=True)
+    problem = pl.when(joined != "").then(joined).alias(READER_PROBLEM)
+    raw_text = pl.col(READER_RAW) if READER_RAW in frame.columns else pl.lit(None, pl.String)
+    return frame.with_columns(problem, raw_text.alias(READER_RAW))
 
 
 # --- Parquet ------------------------------------------------------------------------------------
@@ -192,12 +296,12 @@ def _read_parquet(path: Path, source: str, config: Config) -> pl.DataFrame:
         schema = pl.read_parquet_schema(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
-    renames = _require(schema, source, config)
+    plan = _require(schema, source, config)
     try:
-        frame = pl.read_parquet(path, columns=list(renames))
+        frame = pl.read_parquet(path, columns=plan.sources)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
-    return _finish(frame, renames, source)
+    return _finish(frame, plan, source)
 
 
 def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[pl.DataFrame]:
@@ -219,19 +323,29 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
         handle = pq.ParquetFile(source)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
-    renames = _require(handle.schema_arrow.names, source, config)
+    plan = _require(handle.schema_arrow.names, source, config)
     n_rows = handle.metadata.num_rows
     if n_rows == 0:
         raise InputError(f"{source}: the file contains no records")
     # polars slices of one lazy scan read only the row groups they need, and unlike pyarrow's
     # batch iterator they leave no memory behind between chunks (measured: flat RSS). A slice
     # decodes every row group it touches whole, so slices follow row-group boundaries.
-    scan = pl.scan_parquet(source, hive_partitioning=False).select(list(renames))
+    scan = pl.scan_parquet(source, hive_partitioning=False).select(plan.sources)
     groups = [(handle.metadata.row_group(i).num_rows, handle.metadata.row_group(i).total_byte_size)
               for i in range(handle.metadata.num_row_groups)]
     try:
+        ids = None
+        if "id" not in plan.canonical:  # derived over the whole file, as the file streams by
+            canonical = scan.select(
+                *(pl.col(src).alias(name) for src, name in plan.pairs),
+                pl.int_range(pl.len(), dtype=pl.Int64).alias(ROW_COLUMN),
+            )
+            ids = _file_ids(canonical, canonical.collect_schema(), source,
+                            config.input_labels.get(source, {}))
         for offset, rows in parquet_slices(groups, chunk_rows):
-            yield _finish(scan.slice(offset, rows).collect(), renames, source, offset)
+            chunk = _finish(scan.slice(offset, rows).collect(), plan, source, offset)
+            yield _complete(chunk, source, config,
+                            None if ids is None else ids.slice(offset, rows))
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
 
@@ -279,18 +393,27 @@ def parquet_keys_unique(path: str | Path, config: Config, keys: Sequence[str]) -
     is not Parquet, or a key column stored in another dtype than its canonical one (``"0.5"``
     and ``"0.50"`` differ as text but not as numbers). When it answers True, the validated
     keys are unique too, since validation never changes a value of a canonical dtype.
+
+    A key column the file is labelled with (``--model``) but also holds answers False (nulls
+    take the label); a derived ``id`` is unique within the other keys by construction
+    (:mod:`pipeline.io.derived_ids`), so such a file answers True once the dtypes agree.
     """
     source = os.fspath(path)
     if Path(source).suffix.lower() != ".parquet":
         return False
     try:
         schema = pl.scan_parquet(source, hive_partitioning=False).collect_schema()
-    except (pl.exceptions.PolarsError, OSError):
+        plan = plan_columns(schema, source, config)
+    except (pl.exceptions.PolarsError, OSError, InputError):
         return False
-    renames = {src: name for name, src in source_names(config).items() if name in keys}
-    present = {src: name for src, name in renames.items() if src in schema}
+    labels = config.input_labels.get(source, {})
+    if any(name in labels for name in plan.canonical if name in keys):
+        return False
+    present = {src: name for src, name in plan.pairs if name in keys}
     if any(schema[src] != RECORD_SCHEMA[name] for src, name in present.items()):
         return False
+    if "id" in keys and "id" not in plan.canonical:
+        return True
     if not present:
         return pq.ParquetFile(source).metadata.num_rows <= 1
     # Distinct hashes of the keys (polars' in-process hash): equal counts prove the keys
@@ -338,11 +461,11 @@ def _delimited(separator: str) -> Callable[[Path, str, Config], pl.DataFrame]:
         _check_utf8(data, source)
         with _unlimited_csv_fields():
             header = _header(data, separator, source, kind)
-            renames = _require(header, source, config)
-            frame = _read_regular(data, separator, renames, source, kind)
+            plan = _require(header, source, config)
+            frame = _read_regular(data, separator, plan.sources, source, kind)
             if frame is None:
-                frame = _read_rows(data, separator, header, renames)
-        frame = _finish(frame, renames, source)
+                frame = _read_rows(data, separator, header, plan.sources)
+        frame = _finish(frame, plan, source)
         # A delimited file cannot tell an empty cell from a missing value: required text keeps
         # "" (a valid, empty answer), optional columns read an empty cell as missing.
         optional = [c for c in frame.columns if c in RECORD_SCHEMA and c not in REQUIRED_COLUMNS]
@@ -446,9 +569,9 @@ def _header(data: bytes, separator: str, source: str, kind: str) -> list[str]:
 
 
 def _read_regular(
-    data: bytes, separator: str, renames: Mapping[str, str], source: str, kind: str
+    data: bytes, separator: str, sources: Sequence[str], source: str, kind: str
 ) -> pl.DataFrame | None:
-    """The columns ``renames`` names, parsed by Arrow's CSV reader (as text, on several threads),
+    """The columns ``sources``, parsed by Arrow's CSV reader (as text, on several threads),
     or None unless that provably gives what :func:`_records` would: every record ends with a
     line break, every quote sits where RFC 4180 puts one (:func:`_regular_quotes`) and every
     record has the header's field count (Arrow calls ``invalid_row_handler`` otherwise)."""
@@ -468,8 +591,8 @@ def _read_regular(
                 delimiter=separator, newlines_in_values=True, invalid_row_handler=on_invalid_row
             ),
             convert_options=pa_csv.ConvertOptions(
-                include_columns=list(renames),
-                column_types=dict.fromkeys(renames, pa.string()),
+                include_columns=list(sources),
+                column_types=dict.fromkeys(sources, pa.string()),
                 strings_can_be_null=False,
             ),
         )
@@ -510,14 +633,17 @@ def _regular_quotes(data: bytes, separator: str) -> bool:
 
 
 def _read_rows(
-    data: bytes, separator: str, header: Sequence[str], renames: Mapping[str, str]
+    data: bytes, separator: str, header: Sequence[str], sources: Sequence[str]
 ) -> pl.DataFrame:
-    """The columns ``renames`` names, record by record (:func:`_records`), for files that
+    """The columns ``sources``, record by record (:func:`_records`), for files that
     :func:`_read_regular` does not take. Records that cannot be read get their problem
     (``line 7: expected 5 fields as in the header, got 3``) and text; their columns are null."""
     position = {name: index for index, name in enumerate(header)}
-    pick = operator.itemgetter(*(position[src] for src in renames))
-    nothing = (None,) * len(renames)
+    indices = [position[src] for src in sources]
+    pick: Callable[[list[str]], tuple[str, ...]] = (
+        operator.itemgetter(*indices) if len(indices) > 1 else lambda f: (f[indices[0]],)
+    )
+    nothing = (None,) * len(sources)
     rows: list[tuple[str | None, ...]] = []
     problems: list[str | None] = []
     texts: list[str | None] = []
@@ -534,7 +660,7 @@ def _read_rows(
             rows.append(pick(record.fields))
             problems.append(None)
             texts.append(None)
-    frame = pl.DataFrame(rows, schema=dict.fromkeys(renames, pl.String()), orient="row")
+    frame = pl.DataFrame(rows, schema=dict.fromkeys(sources, pl.String()), orient="row")
     if any(problem is not None for problem in problems):
         frame = frame.with_columns(
             pl.Series(READER_PROBLEM, problems, pl.String),
@@ -660,9 +786,13 @@ def _read_json(path: Path, source: str, config: Config) -> pl.DataFrame:
     return _objects_frame(objects, source, config, check)
 
 
-def load_json_array(path: Path, source: str) -> list[dict[str, Any]]:
-    """Parse a file holding one JSON array of objects (an empty array is an error)."""
-    return _json_array(_read_text(path, source), source)
+def load_json_array(path: Path, source: str) -> tuple[list[dict[str, Any]], range]:
+    """Parse a file holding one JSON array of objects (an empty array is an error); with the
+    indices of the objects that may hold a lone surrogate, to search with
+    :func:`without_lone_surrogates` (all of them when the text escapes one, else none)."""
+    text = _read_text(path, source)
+    objects = _json_array(text, source)
+    return objects, range(len(objects)) if _LONE_SURROGATE_ESCAPE.search(text) else range(0)
 
 
 def _json_array(text: str, source: str) -> list[dict[str, Any]]:
@@ -701,39 +831,49 @@ def _objects_frame(
     """The frame of parsed JSON ``objects``; those listed in ``check`` are searched for text
     that UTF-8 cannot encode and, where they hold some, become rows with a reader problem."""
     keys = list(dict.fromkeys(key for obj in objects for key in obj))
-    renames = _require(keys, source, config)
-    objects, unreadable = _without_lone_surrogates(objects, renames, check)
-    frame = json_columns(objects, {src: RECORD_SCHEMA[name] for src, name in renames.items()})
-    frame = _finish(frame, renames, source)
+    plan = _require(keys, source, config)
+    objects, unreadable = without_lone_surrogates(objects, plan.pairs, check)
+    frame = json_columns(objects, _json_targets(plan.pairs))
+    frame = _finish(frame, plan, source)
     if unreadable.height:
         frame = frame.join(unreadable, on=ROW_COLUMN, how="left", maintain_order="left")
     return frame
 
 
-def _without_lone_surrogates(
-    objects: list[dict[str, Any]], renames: Mapping[str, str], check: Iterable[int]
+def _json_targets(pairs: Sequence[tuple[str, str]]) -> dict[str, pl.DataType | None]:
+    """Key -> the dtype of its canonical column(s) for :func:`json_columns` (None when a key is
+    read as canonical columns of different dtypes: its values are then kept with their kinds)."""
+    dtypes: dict[str, set[pl.DataType]] = {}
+    for src, name in pairs:
+        dtypes.setdefault(src, set()).add(RECORD_SCHEMA[name])
+    return {src: next(iter(found)) if len(found) == 1 else None for src, found in dtypes.items()}
+
+
+def without_lone_surrogates(
+    objects: list[dict[str, Any]], pairs: Sequence[tuple[str, str]], check: Iterable[int]
 ) -> tuple[list[dict[str, Any]], pl.DataFrame]:
-    """``objects`` with every canonical value that holds a lone surrogate set to null, and a
-    frame of ``row_number``, :data:`READER_PROBLEM` and :data:`READER_RAW` for those objects.
+    """``objects`` with every value read (``pairs``: key, canonical name) that holds a lone
+    surrogate set to null, and a frame of ``row_number``, :data:`READER_PROBLEM` and
+    :data:`READER_RAW` for those objects (only the indices in ``check`` are searched).
 
     The problem names each such column (``response: text that cannot be encoded as UTF-8
     (lone surrogate \\ud800)``); the raw text is the object's canonical values as JSON, a lone
     surrogate written as its ``\\uXXXX`` escape.
     """
     order = {name: index for index, name in enumerate(RECORD_SCHEMA)}
-    columns = sorted(renames.items(), key=lambda item: order[item[1]])
+    columns = sorted(pairs, key=lambda item: order[item[1]])
     rows: list[int] = []
     problems: list[str] = []
     raws: list[str] = []
     cleaned = objects
     for index in check:
         obj = objects[index]
-        found = {}
+        found: dict[tuple[str, str], str] = {}
         for src, name in columns:
             text = json.dumps(obj.get(src), ensure_ascii=False)
             surrogate = _SURROGATE.search(text)
             if surrogate is not None:
-                found[src] = (
+                found[src, name] = (
                     f"{name}: text that cannot be encoded as UTF-8 "
                     f"(lone surrogate \\u{ord(surrogate.group()):04x})"
                 )
@@ -741,7 +881,10 @@ def _without_lone_surrogates(
             continue
         if cleaned is objects:
             cleaned = list(objects)
-        cleaned[index] = {key: None if key in found else value for key, value in obj.items()}
+        unreadable_keys = {src for src, _ in found}
+        cleaned[index] = {
+            key: None if key in unreadable_keys else value for key, value in obj.items()
+        }
         rows.append(index)
         problems.append("; ".join(found.values()))
         raw = json.dumps(
@@ -773,16 +916,18 @@ def json_kind(value: object) -> str | None:
     return "object"
 
 
-def json_columns(objects: list[dict[str, Any]], targets: Mapping[str, pl.DataType]) -> pl.DataFrame:
+def json_columns(
+    objects: list[dict[str, Any]], targets: Mapping[str, pl.DataType | None]
+) -> pl.DataFrame:
     """One column per key in ``targets`` from parsed JSON objects (absent key -> null).
 
     A column gets a plain dtype only when that loses nothing (see :func:`_plain_dtype`);
-    otherwise it is a :data:`JSON_VALUE` struct.
+    otherwise (and always for a target of None) it is a :data:`JSON_VALUE` struct.
     """
     columns = []
     for key, target in targets.items():
         values = [obj.get(key) for obj in objects]
-        plain = _plain_dtype(values, target)
+        plain = None if target is None else _plain_dtype(values, target)
         if plain is not None:
             columns.append(pl.Series(key, values, dtype=plain))
         else:

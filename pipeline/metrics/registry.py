@@ -159,6 +159,10 @@ def _abstained(inputs: Inputs) -> pl.Expr:
 
 
 def _abstention_correct(inputs: Inputs) -> pl.Expr:
+    if inputs.config.compat_preset == "intellidocu":
+        return abstention.abstention_exact(
+            pl.col("response"), pl.col("reference"), token=inputs.config.abstention_reference
+        )
     return abstention.abstention_correct(
         pl.col("abstained"),
         pl.col("reference"),
@@ -169,6 +173,11 @@ def _abstention_correct(inputs: Inputs) -> pl.Expr:
 
 
 def _insufficient_context(inputs: Inputs) -> pl.Expr:
+    if inputs.config.compat_preset == "hotpot-gen":
+        return abstention.insufficient_context_exact(
+            pl.col(RESPONSE), pl.col("reference"),
+            insufficient_context_reference=inputs.config.insufficient_context_reference,
+        )
     return abstention.insufficient_context_detected(
         pl.col("abstained"),
         pl.col("reference"),
@@ -235,12 +244,14 @@ _CORE_SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "abstention_correct", "abstention", _abstention_correct, pl.Int8(),
-        "Unanswerable rows only: 1 when the response abstains; null for answerable rows.",
+        "Unanswerable rows only: 1 when the response abstains (preset intellidocu: is exactly "
+        "the token); null for answerable rows.",
         needs=("abstained",), nullable=True,
     ),
     MetricSpec(
         "insufficient_context_detected", "abstention", _insufficient_context, pl.Int8(),
-        "Rows whose reference is the insufficient-context token: 1 when the response abstains.",
+        "Rows whose reference is the insufficient-context token: 1 when the response abstains "
+        "(preset hotpot-gen: is the token).",
         needs=("abstained",), nullable=True,
     ),
     MetricSpec(

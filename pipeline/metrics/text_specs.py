@@ -16,7 +16,9 @@ from pipeline.metrics.embedding import grounding, semantic
 from pipeline.metrics.lexical import bleu, keywords, numeric, rouge, tfidf
 from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
+from pipeline.rules.files import SYNONYMS_FILE
 from pipeline.text.rouge_tokenize import rouge_tokens
+from pipeline.text.tokenize import punctuation_deleted_words
 from pipeline.text.tokenize_13a import tokens_13a
 
 #: Intermediate column holding the compared response text.
@@ -39,21 +41,35 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
     columns: dict[str, pl.Expr] = {}
     stem = inputs.config.rouge_stemmer
     if "_rouge_tokens" in needed:
-        columns[_ROUGE[0]] = rouge_tokens(response, stem=stem)
-        columns[_ROUGE[1]] = rouge_tokens(pl.col("reference"), stem=stem)
+        if inputs.config.compat_preset == "enhanced-framework":  # its ROUGE's words
+            columns[_ROUGE[0]] = punctuation_deleted_words(response)
+            columns[_ROUGE[1]] = punctuation_deleted_words(pl.col("reference"))
+        else:
+            columns[_ROUGE[0]] = rouge_tokens(response, stem=stem)
+            columns[_ROUGE[1]] = rouge_tokens(pl.col("reference"), stem=stem)
     if "_bleu_tokens" in needed:
         columns[_BLEU[0]] = tokens_13a(response)
         columns[_BLEU[1]] = tokens_13a(pl.col("reference"))
     if "_keywords" in needed:
         stopwords = keywords.load_stopwords(inputs.config.stopwords_file)
+        phrases = _synonyms(inputs).phrases
         sources = {_KEYWORDS[0]: response, _KEYWORDS[1]: pl.col("reference"),
                    _KEYWORDS[2]: pl.col("question")}
         columns.update(
-            (name, keywords.keywords(text, stopwords=stopwords)) for name, text in sources.items()
+            (name, keywords.keywords(text, stopwords=stopwords, phrases=phrases))
+            for name, text in sources.items()
         )
     if "_grounding" in needed:
         columns[_GROUNDING] = _grounding_counts(inputs)
     return columns
+
+
+def _synonyms(inputs: Inputs) -> keywords.SynonymTable:
+    """The synonym groups of the config: its file, else the preset's or the bundled one."""
+    config = inputs.config
+    return keywords.load_synonym_table(
+        config.synonyms_file, bundled=config.bundled(SYNONYMS_FILE)
+    )
 
 
 def _grounding_counts(inputs: Inputs) -> pl.Expr:
@@ -109,7 +125,9 @@ def _rouge_f(name: str, overlap: str, n_pred: str, n_ref: str, label: str) -> Me
     return MetricSpec(
         name, "lexical",
         lambda _: rouge.rouge_fmeasure(pl.col(overlap), pl.col(n_pred), pl.col(n_ref)),
-        pl.Float64(), f"{label} F-measure, equal to rouge-score (use_stemmer per config).",
+        pl.Float64(),
+        f"{label} F-measure, equal to rouge-score (use_stemmer per config; preset "
+        "enhanced-framework: on its punctuation-deleted words).",
         needs=(overlap, n_pred, n_ref),
     )
 
@@ -134,6 +152,12 @@ def _answerable(inputs: Inputs) -> pl.Expr:
         unanswerable_types=config.unanswerable_types,
     ) | abstention.is_reference(pl.col("reference"), config.insufficient_context_reference)
     return ~unanswerable
+
+
+def _overlap(inputs: Inputs) -> pl.Expr:
+    """Null on rows without passages, except under the core RAG tool's preset."""
+    applicable = None if inputs.config.compat_preset == "core-rag" else pl.col("n_contexts")
+    return grounding.overlap(pl.col("n_supported"), pl.col("n_sentences"), applicable)
 
 
 SPECS: tuple[MetricSpec, ...] = (
@@ -166,6 +190,13 @@ SPECS: tuple[MetricSpec, ...] = (
         "Uniform 1-4-gram BLEU with brevity penalty, zero precisions replaced by 0.0001.",
     ),
     MetricSpec(
+        "bleu_matched_orders", "lexical",
+        lambda _: bleu.matched_orders_bleu(pl.col(RESPONSE), pl.col("reference")),
+        pl.Float64(),
+        "BLEU over the matching orders: geometric mean of the 1..k-gram precisions (k the "
+        "highest order with a match), case-sensitive whitespace tokens, brevity penalty.",
+    ),
+    MetricSpec(
         "numeric_accuracy", "lexical",
         lambda _: numeric.numeric_accuracy(pl.col(RESPONSE), pl.col("reference")),
         pl.Float64(), "Share of the reference's numbers found in the response (1.0 if none).",
@@ -173,8 +204,7 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "content_coverage", "lexical",
         lambda inputs: keywords.content_coverage(
-            pl.col(_KEYWORDS[0]), pl.col(_KEYWORDS[1]),
-            synonyms=keywords.load_synonyms(inputs.config.synonyms_file),
+            pl.col(_KEYWORDS[0]), pl.col(_KEYWORDS[1]), synonyms=_synonyms(inputs)
         ),
         pl.Float64(),
         "Share of reference keywords (lemmatized, stopwords removed, synonyms) in the response.",
@@ -183,8 +213,7 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "keyword_overlap", "relevance",
         lambda inputs: keywords.keyword_overlap(
-            pl.col(_KEYWORDS[2]), pl.col(_KEYWORDS[0]),
-            synonyms=keywords.load_synonyms(inputs.config.synonyms_file),
+            pl.col(_KEYWORDS[2]), pl.col(_KEYWORDS[0]), synonyms=_synonyms(inputs)
         ),
         pl.Float64(), "Share of question keywords found in the response (content_coverage rules).",
         needs=("_keywords",),
@@ -216,11 +245,13 @@ SPECS: tuple[MetricSpec, ...] = (
     count("n_supported", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_supported"),
           "Sentences with exactly one valid citation whose passage they match (cosine >= tau).",
           needs=("_grounding", NEEDS_EMBEDDER)),
+    count("n_contexts", "grounding", lambda _: grounding.n_contexts(pl.col("contexts")),
+          "Passages retrieved for the row (0 when contexts is null or empty).", needs=()),
     MetricSpec(
-        "overlap", "grounding",
-        lambda _: grounding.overlap(pl.col("n_supported"), pl.col("n_sentences")),
-        pl.Float64(), "Supported sentences / all sentences (0.0 for an empty response).",
-        needs=("n_supported", "n_sentences"),
+        "overlap", "grounding", _overlap, pl.Float64(),
+        "Supported sentences / all sentences (0.0 for an empty response); null without "
+        "passages (preset core-rag: 0.0).",
+        needs=("n_supported", "n_sentences", "n_contexts"), nullable=True,
     ),
     MetricSpec(
         "faithfulness", "grounding",
@@ -228,8 +259,9 @@ SPECS: tuple[MetricSpec, ...] = (
             pl.col("overlap"), pl.col("abstained"), _answerable(inputs)
         ),
         pl.Float64(),
-        "0.0 when the response abstains on an answerable question, else min(1, 0.6 + 0.4 overlap).",
-        needs=("overlap", "abstained"),
+        "0.0 when the response abstains on an answerable question, else min(1, 0.6 + 0.4 "
+        "overlap); null without passages (preset core-rag: 0.6).",
+        needs=("overlap", "abstained"), nullable=True,
     ),
 )
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from pipeline.io.atomic import atomic_path
 from pipeline.report.data import DIFF_COLUMNS, check_columns, load_run
-from pipeline.report.page import SECTION_IDS, render
+from pipeline.report.page import REGRESSED_COLUMNS, SECTION_IDS, render
 
 __all__ = ["SECTION_IDS", "write_report"]
 
@@ -28,17 +28,25 @@ def write_report(
     target: Path,
     *,
     diff: pl.DataFrame | None = None,
+    regressed: pl.DataFrame | None = None,
     title: str | None = None,
 ) -> Path:
     """Write the HTML report of the run in ``out_dir`` to ``target`` atomically; return it.
 
     ``diff`` (columns model, metric, slice, slice_value, mean_a, mean_b, delta, ci_low,
-    ci_high; from a run comparison) adds a "Run comparison" section. ``title`` defaults to
-    "Evaluation report: " and the directory name.
+    ci_high: ``Comparison.deltas`` of :func:`pipeline.compare.compare`) adds a "Run
+    comparison" section: a chart of the per-slice changes, then the changes, regressions
+    first, without the rows where both runs agree. ``regressed`` (``Comparison.regressed``:
+    id, model, noise_level, task, metric, before, after) lists the regressed items there too.
+    ``title`` defaults to "Evaluation report: " and the directory name.
     """
     if diff is not None:
         check_columns(diff, DIFF_COLUMNS, "the run comparison")
-    document = render(load_run(Path(out_dir)), diff=diff, title=title)
+    if regressed is not None:
+        if diff is None:
+            raise ValueError("regressed items are shown only with a run comparison (diff=)")
+        check_columns(regressed, REGRESSED_COLUMNS, "the regressed items")
+    document = render(load_run(Path(out_dir)), diff=diff, regressed=regressed, title=title)
     target = Path(target)
     with atomic_path(target) as tmp:
         tmp.write_text(document, encoding="utf-8")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ import polars as pl
 from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.typing import RcKeyType
 
 #: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), by model order.
@@ -225,6 +226,25 @@ def heatmap(
     return to_svg(fig, chart_id)
 
 
+def _band(ax: Axes, x: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+          colour: str) -> None:
+    """The interval at every point (``x`` ascending) that has one: a band between neighbouring
+    points that both have one (never across a point without), an error bar at a point whose
+    neighbours have none (a band of one point would have no width)."""
+    known = ~np.isnan(lo) & ~np.isnan(hi) & ~np.isnan(y)
+    if not known.any():
+        return
+    ax.fill_between(x, np.where(known, lo, np.nan), np.where(known, hi, np.nan), color=colour,
+                    alpha=0.15, linewidth=0)
+    before = np.concatenate([[False], known[:-1]])
+    after = np.concatenate([known[1:], [False]])
+    alone = known & ~before & ~after
+    if alone.any():
+        spread = np.vstack([y[alone] - lo[alone], hi[alone] - y[alone]]).clip(min=0.0)
+        ax.errorbar(x[alone], y[alone], yerr=spread, fmt="none", ecolor=colour, elinewidth=1,
+                    capsize=3, alpha=0.7)
+
+
 def _curve_panel(
     ax: Axes, frame: pl.DataFrame, column: str, models: Sequence[str | None], title: str,
     ylabel: str, ymax: float,
@@ -234,14 +254,11 @@ def _curve_panel(
                             & pl.col(column).is_not_null()).sort("noise_level")
         if part.height == 0:
             continue
-        x = _values(part, "noise_level")
-        ax.plot(x, _values(part, column), marker="o", color=color(index), label=label(model))
+        x, y = _values(part, "noise_level"), _values(part, column)
+        ax.plot(x, y, marker="o", color=color(index), label=label(model))
         if f"{column}_lo" in part.columns:
-            lo, hi = _values(part, f"{column}_lo"), _values(part, f"{column}_hi")
-            known = ~np.isnan(lo) & ~np.isnan(hi)
-            if known.any():
-                ax.fill_between(x[known], lo[known], hi[known], color=color(index), alpha=0.15,
-                                linewidth=0)
+            _band(ax, x, y, _values(part, f"{column}_lo"), _values(part, f"{column}_hi"),
+                  color(index))
     ax.set_ylim(0, ymax)
     ax.set_xlabel("noise level (share of noisy passages)")
     _finish(ax, title, ylabel)
@@ -284,12 +301,14 @@ def _scatter_panel(
 
 
 def quadrant(
-    by_model: pl.DataFrame, by_model_category: pl.DataFrame, models: Sequence[str | None], *,
-    chart_id: str,
+    by_model: pl.DataFrame, by_model_category: pl.DataFrame, models: Sequence[str | None],
+    thresholds: Mapping[str, float], *, chart_id: str,
 ) -> str | None:
     """Faithfulness and overlap against answer F1: large points per model, small per category.
 
-    Dashed lines at 0.5 split each panel into grounded/ungrounded × correct/wrong.
+    ``thresholds`` maps an axis column (``faithfulness``, ``overlap``, ``answer_f1``) to the
+    value where a dashed line splits the panel into grounded/ungrounded × correct/wrong; the
+    report passes those of the ``paired_analysis`` view. An axis without one gets no line.
     """
     panels = [c for c in ("faithfulness", "overlap") if _has_values(by_model, [c])]
     if not panels or not _has_values(by_model, ["answer_f1"]):
@@ -300,8 +319,11 @@ def quadrant(
         for k, x in enumerate(panels):
             ax = axes[k]
             _scatter_panel(ax, by_model, by_model_category, x, "answer_f1", models)
-            ax.axvline(0.5, color="#888888", linestyle="--", linewidth=0.8)
-            ax.axhline(0.5, color="#888888", linestyle="--", linewidth=0.8)
+            if x in thresholds:
+                ax.axvline(thresholds[x], color="#888888", linestyle="--", linewidth=0.8)
+            if "answer_f1" in thresholds:
+                ax.axhline(thresholds["answer_f1"], color="#888888", linestyle="--",
+                           linewidth=0.8)
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1)
             ax.set_xlabel(x)
@@ -402,4 +424,79 @@ def failure_modes(frame: pl.DataFrame, *, chart_id: str) -> str | None:
         ax.set_xlabel("share of rows")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         _finish(ax, "Primary failure mode")
+    return to_svg(fig, chart_id)
+
+
+#: Slices one run-comparison chart shows at most ("all" and those with the largest changes).
+MAX_SLICES = 30
+
+
+def _slice_order(frame: pl.DataFrame, max_slices: int) -> pl.DataFrame:
+    """The distinct (slice, slice_label) of ``frame``: ``all`` first, then by slice and label;
+    beyond ``max_slices`` only ``all`` and the slices with the largest absolute change."""
+    keys = frame.group_by("slice", "slice_label").agg(
+        pl.col("delta").cast(pl.Float64).abs().max().alias("_size")
+    )
+    if keys.height > max_slices:
+        keys = keys.sort(pl.col("slice") != "all", -pl.col("_size"), "slice", "slice_label",
+                         nulls_last=True).head(max_slices)
+    return keys.sort(pl.col("slice") != "all", "slice", "slice_label", nulls_last=True).drop(
+        "_size"
+    )
+
+
+def slice_deltas(
+    frame: pl.DataFrame, metrics: Sequence[str], models: Sequence[str | None], *, chart_id: str,
+    max_slices: int = MAX_SLICES,
+) -> str | None:
+    """One panel per metric: the change (``delta``) per slice and model with its interval.
+
+    ``frame`` has model, metric, slice, slice_label (its text, e.g. ``category = Factual``),
+    delta, ci_low, ci_high (a run diff). Rows
+    are slices (``all`` on top), one marker per model (coloured by its place in ``models``, as
+    in the other charts), filled where the interval excludes 0; a line marks no change.
+    """
+    part = frame.filter(pl.col("metric").is_in(list(metrics)) & pl.col("delta").is_not_null())
+    present = [m for m in metrics if m in set(part["metric"].to_list())]
+    if not present:
+        return None
+    keys = _slice_order(part, max_slices)
+    labels = [label(text) for text in keys["slice_label"].to_list()]
+    rows = keys.with_row_index("_y")
+    step = 0.7 / max(len(models), 1)
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 1.1 + 0.24 * len(labels)), layout="constrained")
+        axes = fig.subplots(1, len(present), squeeze=False, sharey=True)[0]
+        for k, metric in enumerate(present):
+            ax = axes[k]
+            ax.axvline(0.0, color="#555555", linewidth=0.8)
+            for index, model in enumerate(models):
+                points = part.filter(
+                    (pl.col("metric") == metric) & pl.col("model").eq_missing(model)
+                ).join(rows, on=["slice", "slice_label"], how="inner", nulls_equal=True)
+                if points.height == 0:
+                    continue
+                y = _values(points, "_y") - 0.35 + step * (index + 0.5)
+                mid = _values(points, "delta")
+                lo, hi = _values(points, "ci_low"), _values(points, "ci_high")
+                spread = np.nan_to_num(np.vstack([mid - lo, hi - mid]), nan=0.0).clip(min=0.0)
+                excludes = (lo > 0) | (hi < 0)
+                for filled in (True, False):
+                    pick = excludes == filled
+                    if not pick.any():
+                        continue
+                    ax.errorbar(mid[pick], y[pick], xerr=spread[:, pick], fmt="o", ms=4,
+                                color=color(index), mfc=color(index) if filled else "white",
+                                elinewidth=1, capsize=2)
+            ax.set_yticks(np.arange(len(labels)), labels)
+            ax.set_ylim(len(labels) - 0.5, -0.5)
+            ax.grid(axis="y", visible=False)
+            ax.set_xlabel("B − A")
+            _finish(ax, metric)
+        drawn = set(part["model"].to_list())
+        shown = [(index, model) for index, model in enumerate(models) if model in drawn]
+        handles = [Line2D([], [], marker="o", linestyle="none", color=color(index))
+                   for index, _ in shown]
+        axes[-1].legend(handles, [label(m) for _, m in shown], loc="upper left",
+                        bbox_to_anchor=(1.0, 1.0))
     return to_svg(fig, chart_id)

@@ -4,11 +4,14 @@ Everything comes from an output directory: the DuckDB views (through one read-on
 :func:`pipeline.views.connect` connection), ``texts.parquet`` for the worst items, and, when
 present, ``intervals.parquet`` and ``comparisons.parquet`` written by ``pipeline.stats``.
 
-Intervals are matched to a view row on the view's grain (``model``; ``model, noise_level``;
-``model, category``, nulls matching nulls) and on the metric name: the view column's own name
-first, then the per-row score column it averages (:data:`INTERVAL_METRICS`). A matched interval
-becomes two columns beside the value, ``NAME_lo`` and ``NAME_hi``; for the abstain rate those
-are the Wilson bounds (:data:`WILSON_COLUMNS`), for every other metric the bootstrap bounds.
+Intervals are matched to a view row on the view's slice of ``intervals.parquet``
+(:data:`VIEW_SLICES`), its grain (``model``; ``model, noise_level``; ``model, category``, nulls
+matching nulls) and the metric name, which is the view column's own name (``pipeline.stats``
+names each interval after the view column that is its mean), or :data:`INTERVAL_METRICS` where
+the column is not such a mean. A matched interval becomes two columns beside the value,
+``NAME_lo`` and ``NAME_hi``; for the abstain rate those are the Wilson bounds
+(:data:`WILSON_COLUMNS`), for every other metric the bootstrap bounds. Comparisons and run
+diffs key a slice by ``slice`` and one typed column per slice column (:mod:`pipeline.stats`).
 """
 
 from __future__ import annotations
@@ -28,35 +31,28 @@ from pipeline.views import connect
 WORST_N = 20
 
 INTERVAL_COLUMNS = (
-    "view", "model", "noise_level", "category", "metric", "n", "mean", "ci_low", "ci_high",
+    "slice", "model", "noise_level", "category", "metric", "n", "mean", "ci_low", "ci_high",
     "wilson_low", "wilson_high", "resamples", "seed", "method",
 )
 COMPARISON_COLUMNS = (
-    "model_a", "model_b", "slice", "slice_value", "metric", "n_pairs", "mean_a", "mean_b", "diff",
+    "model_a", "model_b", "slice", "metric", "n_pairs", "mean_a", "mean_b", "diff",
     "ci_low", "ci_high", "test", "p_value", "p_adjusted", "correction", "significant",
 )
-DIFF_COLUMNS = (
-    "model", "metric", "slice", "slice_value", "mean_a", "mean_b", "delta", "ci_low", "ci_high",
-)
+DIFF_COLUMNS = ("model", "metric", "slice", "mean_a", "mean_b", "delta", "ci_low", "ci_high")
 #: The grain of each view that intervals may refer to.
 VIEW_KEYS = {
     "by_model": ("model",),
     "by_model_noise": ("model", "noise_level"),
     "by_model_category": ("model", "category"),
 }
-#: View column → metric names an interval for it may carry (first match wins; pipeline.stats
-#: names them after the per-row score column). A column not listed is looked up under its own
+#: The slice of intervals.parquet (its ``slice`` column) that holds each view's intervals.
+VIEW_SLICES = {"by_model": "all", "by_model_noise": "noise_level", "by_model_category": "category"}
+#: View column → metric names an interval for it may carry (first match wins), for columns that
+#: are not the mean of a metric of that name. A column not listed is looked up under its own
 #: name only; the p50 latency has none (a median is not a mean).
 INTERVAL_METRICS: dict[str, tuple[str, ...]] = {
-    "abstain_rate": ("abstain_rate", "abstained"),
-    "citation_precision_macro": ("citation_precision_macro", "citation_precision"),
-    "citation_recall_macro": ("citation_recall_macro", "citation_recall"),
-    "citation_f1_macro": ("citation_f1_macro", "citation_f1"),
-    "mean_total_tokens": ("mean_total_tokens", "total_tokens"),
-    "abstention_accuracy": ("abstention_accuracy", "abstention_correct"),
-    "insufficient_context_rate": ("insufficient_context_rate", "insufficient_context_detected"),
     # RGB accuracy (%) from the mean of the 0/1 rgb_correct column (scaled by 100).
-    "accuracy": ("rgb_accuracy", "rgb_correct"),
+    "accuracy": ("rgb_correct",),
 }
 #: Columns whose interval is the Wilson score interval (a proportion), not the bootstrap one.
 WILSON_COLUMNS = frozenset({"abstain_rate"})
@@ -73,8 +69,9 @@ with ranked as (
     from scores as sr
 )
 select
-    rk.model, rk.worst_rank, rk.source, rk.row_number, rk.id, rk.category, rk.answer_f1,
-    rk.answer_em, rk.citation_f1, rk.faithfulness, rk.overall_score, rk.primary_failure_mode
+    rk.model, rk.worst_rank, rk.source, rk.row_number, rk.id, rk.category, rk.noise_level,
+    rk.task, rk.answer_f1, rk.answer_em, rk.citation_f1, rk.faithfulness, rk.overall_score,
+    rk.primary_failure_mode, rk.n_sentences, rk.n_supported, rk.n_contexts
 from ranked as rk
 where rk.worst_rank <= {WORST_N}
 order by rk.model nulls last, rk.worst_rank
@@ -97,7 +94,10 @@ class RunData:
     failure_modes: pl.DataFrame
     rgb_noise: pl.DataFrame
     rgb_summary: pl.DataFrame
-    #: One row per scored row: model, answer_f1, citation_f1 (for the distributions).
+    #: The ``paired_analysis`` view (its threshold columns place the grounding chart's lines).
+    paired_analysis: pl.DataFrame
+    #: One row per scored row in input order: model, id, answer_f1, answer_em and the citation
+    #: precision, recall and F1 (for the distributions and the per-example plots).
     rows: pl.DataFrame
     #: The :data:`WORST_N` lowest-F1 rows per model with their texts (when texts.parquet exists).
     worst: pl.DataFrame
@@ -110,6 +110,9 @@ def read_optional(path: Path, columns: Sequence[str]) -> pl.DataFrame | None:
     if not path.is_file():
         return None
     frame = pl.read_parquet(path)
+    if "slice" in columns and "slice" not in frame.columns:
+        raise InputError(f"{path} was written by an older version (no slice column); run "
+                         f"`rag-eval stats {path.parent}` again")
     check_columns(frame, columns, str(path))
     return frame
 
@@ -167,7 +170,7 @@ def _matching_intervals(
 ) -> pl.DataFrame | None:
     if intervals is None:
         return None
-    of_view = intervals.filter(pl.col("view") == view)
+    of_view = intervals.filter(pl.col("slice") == VIEW_SLICES[view])
     available = set(of_view["metric"].unique().to_list())
     for metric in INTERVAL_METRICS.get(column, (column,)):
         if metric in available:
@@ -209,8 +212,10 @@ def load_run(out_dir: Path) -> RunData:
                 "order by model nulls last, noise_level nulls last"
             ),
             "rgb_summary": query("select * from rgb_summary order by model nulls last"),
+            "paired_analysis": query("select * from paired_analysis order by model nulls last"),
             "rows": query(
-                "select sr.model, sr.answer_f1, sr.citation_f1 from scores as sr "
+                "select sr.model, sr.id, sr.answer_f1, sr.answer_em, sr.citation_precision, "
+                "sr.citation_recall, sr.citation_f1 from scores as sr "
                 "order by sr.source, sr.row_number"
             ),
             "worst": query(_WORST_SQL),

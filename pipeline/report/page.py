@@ -13,19 +13,27 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from pipeline import __version__
-from pipeline.report import charts
+from pipeline.config import DEFAULT_ABSTENTION_PHRASES
+from pipeline.metrics.embedding.grounding import faithfulness
+from pipeline.metrics.qa.abstention import fold, fold_phrases
+from pipeline.metrics.qa.citation import parse_citation_markers
+from pipeline.metrics.registry import REGISTRY
+from pipeline.report import charts, checks, hotpot_charts
 from pipeline.report.data import WORST_N, RunData, with_ci
+from pipeline.stats import METRIC_NAMES, wilson_interval
+from pipeline.text.sentences import split_sentences
 
 #: Section ids in page order; ``run-comparison`` appears only when a run diff is given.
 SECTION_IDS = (
-    "summary", "headline", "answers", "citations", "distributions", "categories", "noise",
+    "summary", "headline", "answers", "citations", "distributions", "generation", "categories",
+    "noise",
     "rgb", "grounding", "cost", "profile", "failures", "comparisons", "run-comparison", "worst",
     "appendix",
 )
@@ -109,9 +117,10 @@ RGB_TABLE = (
     Column("noise_accuracy_drop", "Drop (pp)", "pct"),
     *RGB,
 )
-#: Per-row metrics whose model comparisons the page lists (pipeline.stats names them after
-#: the score columns), in this order.
-COMPARISON_METRICS = (
+#: Per-row metrics whose model comparisons the page lists, in this order, by their score column;
+#: pipeline.stats names a metric whose mean a slice view shows by that column instead
+#: (:data:`pipeline.stats.METRIC_NAMES`: ``abstained`` → ``abstain_rate``), so both names count.
+SCORE_COMPARISON_METRICS = (
     "answer_f1", "answer_em", "answer_em_strict", "citation_precision", "citation_recall",
     "citation_f1", "faithfulness", "overlap", "abstained", "abstention_correct", "total_tokens",
     "latency_ms", "rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity",
@@ -120,13 +129,31 @@ COMPARISON_METRICS = (
     "composite_quality", "overall_score", "rgb_correct", "rejected", "error_detected",
     "error_corrected",
 )
+#: Score column of each metric name of the statistics tables.
+SCORE_COLUMN_OF = {METRIC_NAMES.get(name, name): name for name in SCORE_COMPARISON_METRICS}
+COMPARISON_METRICS = tuple(
+    dict.fromkeys(n for m in SCORE_COMPARISON_METRICS for n in (METRIC_NAMES.get(m, m), m))
+)
 WORST_SCORES = (
     Column("answer_f1", "F1"),
     Column("answer_em", "EM"),
     Column("citation_f1", "Citation F1"),
-    Column("faithfulness", "Faithfulness"),
+    Column("faithfulness", "Faith&shy;fulness"),
     Column("overall_score", "Overall"),
 )
+#: Metrics of the run-comparison chart, one panel each: the first :data:`RUN_CHART_PANELS` of
+#: these that changed somewhere.
+RUN_CHART_METRICS = tuple(dict.fromkeys(n for m in (
+    "answer_f1", "answer_em", "faithfulness", "citation_f1", "overall_score", "rgb_correct",
+    "overlap", "abstained",
+) for n in (METRIC_NAMES.get(m, m), m)))
+RUN_CHART_PANELS = 3
+#: Regressed items listed at most (the biggest drops first); the Parquet file has them all.
+REGRESSED_SHOWN = 500
+#: Columns of a ``regressed`` frame (:func:`pipeline.compare.regressed_items`).
+REGRESSED_COLUMNS = ("id", "model", "noise_level", "task", "metric", "before", "after")
+#: A difference this small is zero (bootstrap bounds of identical runs come out as ±0.0).
+ZERO = 1e-12
 
 #: The page's only script: filters the rows of the table named by a search box's
 #: ``data-filter`` attribute by their text. It reads nothing but the DOM's text content.
@@ -157,51 +184,71 @@ SCRIPT = """
 
 STYLE = """
 :root { --fg: #1d2430; --muted: #5b6576; --line: #d9dee7; --bg: #ffffff; --band: #f4f6fa;
-  --accent: #0b5cad; --good: #e6f4ea; --bad: #fdecea; }
+  --zebra: #fafbfd; --accent: #0b5cad; --good: #e6f4ea; --bad: #fdecea; --page: 1320px; }
 * { box-sizing: border-box; }
 html { scroll-padding-top: 3.5rem; }
 body { margin: 0; color: var(--fg); background: var(--bg); line-height: 1.45;
   font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
   "Noto Sans", "Liberation Sans", sans-serif; }
-header, main { max-width: 1180px; margin: 0 auto; padding: 0 1.25rem; }
+header, main { max-width: var(--page); margin: 0 auto; padding: 0 1.25rem; }
 header { padding-top: 1.5rem; }
-h1 { font-size: 1.6rem; margin: 0 0 0.75rem; }
+h1 { font-size: 1.6rem; margin: 0 0 0.75rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.25rem; margin: 2.25rem 0 0.5rem; padding-top: 0.5rem;
   border-top: 1px solid var(--line); }
+h3 { font-size: 1rem; margin: 1.25rem 0 0.25rem; }
 nav { position: sticky; top: 0; z-index: 5; background: rgba(255,255,255,0.96);
   border-bottom: 1px solid var(--line); }
-nav ul { max-width: 1180px; margin: 0 auto; padding: 0.5rem 1.25rem; list-style: none;
+nav ul { max-width: var(--page); margin: 0 auto; padding: 0.5rem 1.25rem; list-style: none;
   display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; font-size: 0.85rem; }
 nav a { color: var(--accent); text-decoration: none; }
 nav a:hover { text-decoration: underline; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; margin: 0;
-  font-size: 0.9rem; }
+dl.meta { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.2rem 1rem;
+  margin: 0; font-size: 0.9rem; }
 dl.meta dt { color: var(--muted); }
 dl.meta dd { margin: 0; overflow-wrap: anywhere; }
 code, .sig-text { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-  font-size: 0.8rem; }
+  font-size: 0.8rem; overflow-wrap: anywhere; }
+p.note, p.empty, p.summary { max-width: 75rem; }
 p.note { color: var(--muted); font-size: 0.9rem; }
 p.empty { color: var(--muted); font-style: italic; }
-.table-wrap { max-height: 75vh; overflow: auto; border: 1px solid var(--line);
+.table-wrap { max-width: 100%; max-height: 75vh; overflow: auto; border: 1px solid var(--line);
   border-radius: 4px; margin: 0.5rem 0 1rem; }
-table { border-collapse: collapse; width: 100%; font-size: 0.85rem; }
+table { border-collapse: separate; border-spacing: 0; width: 100%; font-size: 0.85rem; }
 th, td { padding: 0.35rem 0.6rem; border-bottom: 1px solid var(--line); text-align: left;
-  vertical-align: top; white-space: nowrap; }
-thead th { position: sticky; top: 0; z-index: 1; background: var(--band);
-  box-shadow: inset 0 -1px 0 var(--line); white-space: nowrap; }
-tbody tr:nth-child(even) { background: #fafbfd; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.sig td { background: var(--good); }
-tr.sig.worse td { background: var(--bad); }
-td .text { max-height: 9em; width: 20em; overflow: auto; white-space: pre-wrap;
+  vertical-align: top; white-space: nowrap; background: var(--bg); }
+thead th { position: sticky; top: 0; z-index: 2; background: var(--band);
+  white-space: normal; min-width: 3.5em; }
+tbody tr:nth-child(even) td { background: var(--zebra); }
+th:first-child, td:first-child { position: sticky; left: 0; z-index: 1;
+  box-shadow: inset -1px 0 0 var(--line); white-space: normal; min-width: 8em; max-width: 13em;
   overflow-wrap: anywhere; }
+thead th:first-child { z-index: 3; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
+td.wrap, td.slice { white-space: normal; max-width: 12em; overflow-wrap: break-word; }
+td.slice { min-width: 7em; }
+.nowrap { white-space: nowrap; }
+tbody tr.sig td { background: var(--good); }
+tbody tr.sig.worse td { background: var(--bad); }
+td .text { max-height: 14em; width: 26em; overflow: auto; white-space: pre-wrap;
+  overflow-wrap: anywhere; }
+td .text p { margin: 0 0 0.35em; }
+td .text p.claim { white-space: normal; border-left: 3px solid #d55e00; padding-left: 0.4em; }
+.sub, .lbl { color: var(--muted); font-size: 0.78rem; }
+.lbl { font-weight: 600; margin-right: 0.3em; }
+q { font-style: italic; }
 figure.chart { margin: 0.75rem 0 1.25rem; }
-figure.chart svg { width: 100%; height: auto; display: block; }
-figcaption { color: var(--muted); font-size: 0.85rem; margin-top: 0.25rem; }
-.search { display: flex; gap: 0.75rem; align-items: center; margin: 0.5rem 0; }
+figure.chart svg { width: 100%; max-width: 72rem; height: auto; display: block; }
+figcaption { color: var(--muted); font-size: 0.85rem; margin-top: 0.25rem; max-width: 75rem; }
+.search { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: center; margin: 0.5rem 0; }
 .search input { font: inherit; padding: 0.35rem 0.6rem; width: min(28rem, 100%);
   border: 1px solid var(--line); border-radius: 4px; }
 .search span { color: var(--muted); font-size: 0.85rem; }
+@media (max-width: 900px) {
+  header, main, nav ul { padding-left: 0.75rem; padding-right: 0.75rem; }
+  table { font-size: 0.8rem; }
+  th, td { padding: 0.3rem 0.45rem; }
+}
 """
 
 
@@ -233,12 +280,12 @@ def fmt(value: object, kind: str = "score") -> str:
 def fmt_auto(value: object) -> str:
     """A number of unknown scale (differences, p-values) with about three significant digits.
 
-    >>> fmt_auto(0.01234), fmt_auto(123.4), fmt_auto(0.00001)
-    ('0.012', '123', '1.0e-05')
+    >>> fmt_auto(0.01234), fmt_auto(123.4), fmt_auto(0.00001), fmt_auto(-0.0)
+    ('0.012', '123', '1.0e-05', '0.000')
     """
     if value is None or (isinstance(value, float) and value != value):
         return "—"
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value) + 0.0  # type: ignore[arg-type]  # + 0.0 turns -0.0 into 0.0
     size = abs(number)
     if size >= 100:
         return f"{number:,.0f}"
@@ -260,14 +307,26 @@ def fmt_ci(value: object, low: object, high: object, kind: str = "score") -> str
     return f"{fmt(value, kind)} [{fmt(low, kind)}, {fmt(high, kind)}]"
 
 
-def _th(text: str, numeric: bool = False) -> str:
-    return f'<th scope="col"{" class=num" if numeric else ""}>{text}</th>'
+def _th(text: str, numeric: bool = False, key: bool = False) -> str:
+    classes = " ".join(c for c, on in (("num", numeric), ("key", key)) if on)
+    attrs = f' class="{classes}"' if classes else ""
+    return f'<th scope="col"{attrs}>{text}</th>'
 
 
 def _table(
-    headers: Sequence[str], rows: Sequence[str], *, numeric: Sequence[bool], table_id: str = ""
+    headers: Sequence[str],
+    rows: Sequence[str],
+    *,
+    numeric: Sequence[bool],
+    table_id: str = "",
+    key: Sequence[str] = (),
 ) -> str:
-    head = "".join(_th(headers[k], numeric[k]) for k in range(len(headers)))
+    """A table in its own scrolling box; the first column sticks to the box's left edge.
+
+    ``key`` names the headers that must stay in view: they are marked ``class="key"`` (the
+    browser test checks they are visible at 1400 and 800 px) and should come early.
+    """
+    head = "".join(_th(headers[k], numeric[k], headers[k] in key) for k in range(len(headers)))
     id_attr = f' id="{table_id}"' if table_id else ""
     return (
         f'<div class="table-wrap"><table{id_attr}><thead><tr>{head}</tr></thead>'
@@ -275,8 +334,9 @@ def _table(
     )
 
 
-def _td(text: str, numeric: bool = False, title: str = "") -> str:
-    attrs = (' class="num"' if numeric else "") + (f' title="{title}"' if title else "")
+def _td(text: str, numeric: bool = False, title: str = "", css: str = "") -> str:
+    css = " ".join(c for c in ("num" if numeric else "", css) if c)
+    attrs = (f' class="{css}"' if css else "") + (f' title="{title}"' if title else "")
     return f"<td{attrs}>{text}</td>"
 
 
@@ -349,7 +409,7 @@ def _headline(data: RunData) -> str:
             "Point estimates are the <code>headline</code> view. No intervals.parquet: "
             "shown without confidence intervals.")
     return _section("headline", "Headline", _metric_table(frame, HEADLINE)
-                    + f'<p class="note">{note}</p>')
+                    + f'<p class="note">{note}</p>' + checks.headline_notes(data.headline))
 
 
 def _appendix(data: RunData) -> str:
@@ -403,6 +463,13 @@ def _distributions(data: RunData) -> str:
         "No per-row scores to plot."))
 
 
+def _generation(data: RunData) -> str:
+    plots = hotpot_charts.six_plots(data.rows, data.by_model, data.models)
+    body = "".join(_figure(svg, chart_id, caption, empty)
+                   for chart_id, svg, caption, empty in plots)
+    return _section("generation", "Generation quality: the HotpotQA evaluator's six plots", body)
+
+
 def _categories(data: RunData) -> str:
     frame = data.by_model_category
     svg = charts.heatmap(frame, [c.name for c in HEATMAP], [c.title for c in HEATMAP],
@@ -412,15 +479,40 @@ def _categories(data: RunData) -> str:
         "No category slices in this run."))
 
 
+def rgb_noise_with_ci(data: RunData) -> pl.DataFrame:
+    """``rgb_noise_robustness`` (model, noise_level, n, accuracy) with ``accuracy_lo/_hi``.
+
+    The accuracy is the share (%) of a model's ``noise_robustness`` rows at one level that are
+    correct, so its 95% interval is the Wilson score interval of that proportion, the same
+    interval the report gives the abstain rate; it is computed here from the view's ``n`` and
+    accuracy, over exactly the rows plotted. ``intervals.parquet`` cannot serve: its
+    ``by_model_noise`` intervals pool every RGB task at a noise level (at 0.0 to 0.4 the
+    integration and counterfactual rows as well), so they describe other rows, which is why
+    only the levels with noise rows alone (0.6, 0.8) used to get a band. Without statistics
+    (no ``intervals.parquet``) there are no bands, as everywhere in the report.
+    """
+    frame = data.rgb_noise.select("model", "noise_level", "n", "accuracy")
+    if data.intervals is None or frame.height == 0:
+        return frame.with_columns(pl.lit(None, pl.Float64).alias("accuracy_lo"),
+                                  pl.lit(None, pl.Float64).alias("accuracy_hi"))
+    n = frame["n"].cast(pl.Float64).fill_null(0.0).to_numpy()
+    share = frame["accuracy"].cast(pl.Float64).fill_null(float("nan")).to_numpy() / 100.0
+    low, high = wilson_interval(share * n, n)  # NaN where n is 0 or the accuracy null
+    return frame.with_columns(
+        pl.Series("accuracy_lo", 100.0 * low, dtype=pl.Float64).fill_nan(None),
+        pl.Series("accuracy_hi", 100.0 * high, dtype=pl.Float64).fill_nan(None),
+    )
+
+
 def _noise(data: RunData) -> str:
-    rgb = with_ci(data.rgb_noise.select("model", "noise_level", "n", "accuracy"),
-                  data.intervals, "by_model_noise", ["accuracy"], same_n=True)
     f1 = with_ci(data.by_model_noise, data.intervals, "by_model_noise", ["answer_f1"])
-    svg = charts.noise_curves(rgb, f1, data.models, chart_id="chart-noise")
+    svg = charts.noise_curves(rgb_noise_with_ci(data), f1, data.models, chart_id="chart-noise")
     return _section("noise", "Accuracy against noise level", _figure(
         svg, "chart-noise", "RGB noise-robustness accuracy (<code>rgb_noise_robustness</code>) "
-        "and answer F1 over all rows with a noise level (<code>by_model_noise</code>); bands "
-        "are 95% intervals where available.", "No rows with a noise level in this run."))
+        "and answer F1 over all rows with a noise level (<code>by_model_noise</code>). Bands "
+        "and bars are 95% intervals: for the accuracy the Wilson score interval of the share "
+        "correct at each level, for F1 the bootstrap interval of intervals.parquet.",
+        "No rows with a noise level in this run."))
 
 
 def _rgb(data: RunData) -> str:
@@ -436,13 +528,48 @@ def _rgb(data: RunData) -> str:
                     body + _metric_table(frame, RGB_TABLE))
 
 
+def grounding_thresholds(paired: pl.DataFrame) -> dict[str, float]:
+    """Where the grounding chart splits its quadrants, per axis column.
+
+    The thresholds are those of the ``paired_analysis`` view, read from its columns
+    ``grounded_min_overlap`` and ``correct_min_answer_f1`` (``queries/paired_analysis.sql``
+    defines them once), so the chart and the SQL cannot disagree. The faithfulness line is the
+    faithfulness of a non-abstaining row at the overlap threshold
+    (:func:`pipeline.metrics.embedding.grounding.faithfulness`: 0.5 gives 0.8). Empty when
+    the view has no row.
+
+    >>> grounding_thresholds(pl.DataFrame({"grounded_min_overlap": [0.5],
+    ...                                    "correct_min_answer_f1": [0.5]}))
+    {'overlap': 0.5, 'faithfulness': 0.8, 'answer_f1': 0.5}
+    """
+    columns = ("grounded_min_overlap", "correct_min_answer_f1")
+    if paired.height == 0 or not all(c in paired.columns for c in columns):
+        return {}
+    overlap, answer_f1 = (paired[c].drop_nulls() for c in columns)
+    if overlap.len() == 0 or answer_f1.len() == 0:
+        return {}
+    min_overlap = float(overlap[0])
+    min_faithfulness = pl.select(
+        faithfulness(pl.lit(min_overlap), pl.lit(0), pl.lit(True))
+    ).item()
+    return {"overlap": min_overlap, "faithfulness": round(float(min_faithfulness), 12),
+            "answer_f1": float(answer_f1[0])}
+
+
 def _grounding(data: RunData) -> str:
-    svg = charts.quadrant(data.by_model, data.by_model_category, data.models,
+    lines = grounding_thresholds(data.paired_analysis)
+    svg = charts.quadrant(data.by_model, data.by_model_category, data.models, lines,
                           chart_id="chart-grounding")
+    split = ""
+    if lines:
+        split = (f" Dashed lines: grounded at overlap ≥ {lines['overlap']:g} (faithfulness ≥ "
+                 f"{lines['faithfulness']:g}), correct at answer F1 ≥ {lines['answer_f1']:g}, "
+                 "the thresholds of the <code>paired_analysis</code> view.")
     return _section("grounding", "Grounding vs correctness", _figure(
         svg, "chart-grounding", "Large points: models; small points: model × category. Upper "
         "right: grounded and correct; lower right: grounded but wrong (a retrieval or reference "
-        "problem); upper left: correct without support.", "No grounding scores in this run."))
+        f"problem); upper left: correct without support.{split}",
+        "No grounding scores in this run."))
 
 
 def _cost(data: RunData) -> str:
@@ -469,17 +596,58 @@ def _failures(data: RunData) -> str:
         "category (<code>failure_modes</code>).", "No failure modes in this run."))
 
 
+def _key_text(value: object) -> str:
+    """A slice key value as text: ``0.2`` for a noise level, ``(none)`` for null."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return charts.label(value)
+
+
+def slice_label(row: Mapping[str, object]) -> str:
+    """The slice of a comparisons or run-diff row as plain text (escape it to show it).
+
+    Reads either layout of those tables: a ``slice_value`` text column, or one typed column
+    per slice column, the slice named by its columns joined by commas.
+
+    >>> slice_label({"slice": "all", "noise_level": None})
+    'all'
+    >>> slice_label({"slice": "question_type,noise_level", "question_type": "multi-hop",
+    ...              "noise_level": 0.4})
+    'question_type = multi-hop, noise_level = 0.4'
+    >>> slice_label({"slice": "category", "slice_value": "Factual"})
+    'category = Factual'
+    """
+    kind = row.get("slice")
+    if kind is None or kind == "all":
+        return "all"
+    if "slice_value" in row:
+        return f"{kind} = {_key_text(row['slice_value'])}"
+    columns = str(kind).split(",")
+    return ", ".join(f"{c} = {_key_text(row.get(c))}" for c in columns)
+
+
+def with_slice_labels(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with ``slice_label`` (:func:`slice_label` of each row)."""
+    return frame.with_columns(pl.Series(
+        "slice_label", [slice_label(r) for r in frame.iter_rows(named=True)], dtype=pl.String
+    ))
+
+
+def _interval(value: object, low: object, high: object) -> str:
+    return f"{fmt_auto(value)} [{fmt_auto(low)}, {fmt_auto(high)}]"
+
+
 def _comparisons(data: RunData) -> str:
     if data.comparisons is None or data.comparisons.height == 0:
         return _section("comparisons", "Model comparisons", '<p class="empty">No '
                         "comparisons.parquet in the run directory.</p>")
     order = {name: k for k, name in enumerate(COMPARISON_METRICS)}
     frame = (
-        data.comparisons
+        with_slice_labels(data.comparisons)
         .filter(pl.col("metric").is_in(COMPARISON_METRICS)
                 & ((pl.col("slice") == "all") | pl.col("significant")))
         .sort(pl.col("metric").replace_strict(order, return_dtype=pl.Int64),
-              pl.col("slice") != "all", "slice", "slice_value", "model_a", "model_b",
+              pl.col("slice") != "all", "slice", "slice_label", "model_a", "model_b",
               nulls_last=True)
     )
     rows = []
@@ -487,49 +655,154 @@ def _comparisons(data: RunData) -> str:
         significant = bool(r["significant"])
         css = ' class="sig"' if significant else ""
         cells = [
-            _td(esc(r["metric"])), _td(esc(r["slice"])), _td(esc(r["slice_value"])),
-            _td(esc(r["model_a"])), _td(esc(r["model_b"])),
-            _td(fmt(r["n_pairs"], "count"), True), _td(fmt_auto(r["mean_a"]), True),
-            _td(fmt_auto(r["mean_b"]), True),
-            _td(f"{fmt_auto(r['diff'])} [{fmt_auto(r['ci_low'])}, {fmt_auto(r['ci_high'])}]",
-                True),
-            _td(esc(r["test"])), _td(fmt_auto(r["p_value"]), True),
-            _td(fmt_auto(r["p_adjusted"]), True), _td(esc(r["correction"])),
-            _td("yes" if significant else "no"),
+            _td(esc(r["metric"])), _td(esc(r["slice_label"]), css="slice"),
+            _td(f'<span class="nowrap">{esc(r["model_a"])}</span> <span class="sub">vs</span> '
+                f'<span class="nowrap">{esc(r["model_b"])}</span>', css="wrap"),
+            _td(_interval(r["diff"], r["ci_low"], r["ci_high"]), True),
+            _td(fmt_auto(r["p_adjusted"]), True), _td("yes" if significant else "no"),
+            _td(fmt_auto(r["mean_a"]), True), _td(fmt_auto(r["mean_b"]), True),
+            _td(fmt(r["n_pairs"], "count"), True), _td(fmt_auto(r["p_value"]), True),
+            _td(esc(r["test"])),
         ]
         rows.append(f"<tr{css}>{''.join(cells)}</tr>")
-    headers = ["Metric", "Slice", "Value", "Model A", "Model B", "Pairs", "Mean A", "Mean B",
-               "A − B [95% CI]", "Test", "p", "p adjusted", "Correction", "Significant"]
-    numeric = [False] * 5 + [True] * 4 + [False, True, True, False, False]
+    sig_title = "Signif&shy;icant"
+    headers = ["Metric", "Slice", "Model A vs B", "A − B [95% CI]", "p adjusted", sig_title,
+               "Mean A", "Mean B", "Pairs", "p", "Test"]
+    numeric = [False, False, False, True, True, False, True, True, True, True, False]
+    corrections = sorted({charts.label(c) for c in data.comparisons["correction"].to_list()})
     search = _search_box("comparisons-table", "comparisons-count", "Filter comparisons")
     return _section("comparisons", "Model comparisons", search + _table(
-        headers, rows, numeric=numeric, table_id="comparisons-table")
+        headers, rows, numeric=numeric, table_id="comparisons-table",
+        key=("Metric", "Slice", "Model A vs B", "A − B [95% CI]", "p adjusted", sig_title))
         + '<p class="note">Paired differences between models on the same items; highlighted '
-        "rows are significant after the stated multiple-comparison correction. Shown: "
+        "rows are significant after the multiple-comparison correction "
+        f"({esc(', '.join(corrections))}) that gives the adjusted p. Shown: "
         f"{fmt(frame.height, 'count')} of the {fmt(data.comparisons.height, 'count')} rows of "
         "comparisons.parquet, every report metric over all rows (slice <code>all</code>) and "
         "the significant differences within a slice.</p>")
 
 
-def _run_comparison(diff: pl.DataFrame) -> str:
-    frame = diff.sort("metric", "slice", "slice_value", "model", nulls_last=True)
+def _direction(metric: object) -> bool | None:
+    """Whether a higher value of ``metric`` is better (None: no better direction or unknown)."""
+    if not isinstance(metric, str):
+        return None
+    spec = REGISTRY.get(SCORE_COLUMN_OF.get(metric, metric))
+    return None if spec is None else spec.higher_is_better
+
+
+def run_changes(diff: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a run diff worth showing, regressions first, with a ``change`` column.
+
+    Rows whose delta and interval are all zero (or null: nothing to compare) are dropped: the
+    two runs agree there. ``change`` is ``worse`` or ``better`` when the 95% interval excludes
+    0 and the metric has a better direction (the registry's ``higher_is_better``), ``changed``
+    when it has none, else null. Order: worse, better, changed, the rest; then metric, slice,
+    model.
+    """
+    bounds = [pl.col(c).cast(pl.Float64) for c in ("delta", "ci_low", "ci_high")]
+    zero = pl.all_horizontal([(b.abs() <= ZERO) | b.is_null() for b in bounds])
+    frame = with_slice_labels(diff.filter(~zero))
+    metrics = frame["metric"].unique().to_list()
+    higher = pl.col("metric").replace_strict(
+        {m: _direction(m) for m in metrics}, default=None, return_dtype=pl.Boolean
+    )
+    up = (pl.col("ci_low") > ZERO).fill_null(False)
+    down = (pl.col("ci_high") < -ZERO).fill_null(False)
+    change = (
+        pl.when(~(up | down)).then(pl.lit(None, pl.String))
+        .when(higher.is_null()).then(pl.lit("changed"))
+        .when(higher == up).then(pl.lit("better"))
+        .otherwise(pl.lit("worse"))
+    )
+    rank = {"worse": 0, "better": 1, "changed": 2}
+    order = {name: k for k, name in enumerate(COMPARISON_METRICS)}
+    return frame.with_columns(change.alias("change")).sort(
+        pl.col("change").replace_strict(rank, default=3, return_dtype=pl.Int64),
+        pl.col("metric").replace_strict(order, default=len(order), return_dtype=pl.Int64),
+        "metric", pl.col("slice") != "all", "slice", "slice_label", "model", nulls_last=True,
+    )
+
+
+def _regressed_table(regressed: pl.DataFrame) -> str:
+    frame = regressed.with_columns(
+        (pl.col("after") - pl.col("before")).alias("_change")
+    ).sort("_change", "model", "id", "metric", nulls_last=True)
+    shown = frame.head(REGRESSED_SHOWN)
+    rows = []
+    for r in shown.to_dicts():
+        cells = [
+            _td(esc(r["model"])), _td(esc(r["id"])), _td(_noise_text(r["noise_level"]), True),
+            _td(esc(r["task"])), _td(esc(r["metric"])), _td(fmt_auto(r["before"]), True),
+            _td(fmt_auto(r["after"]), True), _td(fmt_auto(r["_change"]), True),
+        ]
+        rows.append(f'<tr class="sig worse">{"".join(cells)}</tr>')
+    headers = ["Model", "ID", "Noise", "Task", "Metric", "Run A", "Run B", "Change"]
+    items = regressed.select("id", "model", "noise_level", "task").unique().height
+    more = (f" The {fmt(REGRESSED_SHOWN, 'count')} largest drops are listed; the file "
+            "regressed_items.parquet of <code>rag-eval compare</code> has them all."
+            if frame.height > REGRESSED_SHOWN else "")
+    search = _search_box("regressed-table", "regressed-count", "Filter regressed items")
+    return (
+        f"<h3>Regressed items ({fmt(items, 'count')})</h3>" + search
+        + _table(headers, rows, numeric=[False, False, True, False, False, True, True, True],
+                 table_id="regressed-table", key=("Model", "ID", "Metric", "Change"))
+        + '<p class="note">Items (same id, model, noise level and task in both runs) where a '
+        "0/1 metric went from 1 to 0 or a score fell by more than the threshold of "
+        f"<code>pipeline.compare</code>, largest drops first.{more}</p>"
+    )
+
+
+def _run_comparison(
+    diff: pl.DataFrame, regressed: pl.DataFrame | None, models: Sequence[str | None]
+) -> str:
+    frame = run_changes(diff)
+    counts = {k: frame.filter(pl.col("change") == k).height for k in ("worse", "better", "changed")}
+    omitted = diff.height - frame.height
+    summary = (
+        f'<p class="summary">{fmt(diff.height, "count")} rows (model × metric × slice): '
+        f'<strong>{fmt(counts["worse"], "count")} worse</strong>, '
+        f'{fmt(counts["better"], "count")} better, {fmt(counts["changed"], "count")} changed '
+        "without a better direction (95% interval excluding 0); "
+        f"{fmt(omitted, 'count')} rows where both runs agree (change and interval 0) are "
+        "not listed.</p>"
+    )
+    present = [m for m in RUN_CHART_METRICS if m in set(frame["metric"].to_list())]
+    panels = present[:RUN_CHART_PANELS]
+    extra = sorted({m for m in frame["model"].to_list() if m not in models}, key=str)
+    svg = charts.slice_deltas(frame, panels, (*models, *extra), chart_id="chart-run-comparison")
+    chart = _figure(
+        svg, "chart-run-comparison", "Change from run A to run B (B − A) per slice with its "
+        "paired 95% bootstrap interval, for " + ", ".join(f"<code>{esc(m)}</code>" for m in panels)
+        + ". Filled markers: the interval excludes 0. Slices where the runs agree are left out.",
+        "No change in the charted metrics.")
+    items = ""
+    if regressed is not None:
+        items = (_regressed_table(regressed) if regressed.height
+                 else '<h3>Regressed items (0)</h3><p class="empty">No item regressed.</p>')
     rows = []
     for r in frame.to_dicts():
-        low, high = r["ci_low"], r["ci_high"]
-        changed = low is not None and high is not None and (low > 0 or high < 0)
-        css = ' class="sig"' if changed else ""
+        change = r["change"]
+        css = {"worse": ' class="sig worse"', "better": ' class="sig"',
+               "changed": ' class="sig"'}.get(change, "")
         cells = [
-            _td(esc(r["model"])), _td(esc(r["metric"])), _td(esc(r["slice"])),
-            _td(esc(r["slice_value"])), _td(fmt_auto(r["mean_a"]), True),
-            _td(fmt_auto(r["mean_b"]), True),
-            _td(f"{fmt_auto(r['delta'])} [{fmt_auto(low)}, {fmt_auto(high)}]", True),
+            _td(esc(r["model"])), _td(esc(r["metric"])),
+            _td(esc(r["slice_label"]), css="slice"),
+            _td(_interval(r["delta"], r["ci_low"], r["ci_high"]), True),
+            _td(esc(change) if change else "—"),
+            _td(fmt_auto(r["mean_a"]), True), _td(fmt_auto(r["mean_b"]), True),
         ]
         rows.append(f"<tr{css}>{''.join(cells)}</tr>")
-    headers = ["Model", "Metric", "Slice", "Value", "Run A", "Run B", "B − A [95% CI]"]
+    headers = ["Model", "Metric", "Slice", "B − A [95% CI]", "Change", "Run A", "Run B"]
     search = _search_box("run-comparison-table", "run-comparison-count", "Filter rows")
-    return _section("run-comparison", "Run comparison", search + _table(
-        headers, rows, numeric=[False] * 4 + [True] * 3, table_id="run-comparison-table")
-        + '<p class="note">Highlighted rows: the 95% interval of the change excludes 0.</p>')
+    table = (
+        "<h3>Changes by slice</h3>" + search + _table(
+            headers, rows, numeric=[False, False, False, True, False, True, True],
+            table_id="run-comparison-table",
+            key=("Model", "Metric", "Slice", "B − A [95% CI]", "Change"))
+        + '<p class="note">Regressions first (worse: the interval excludes 0 on the bad side of '
+        "the metric's direction), then improvements; highlighted rows changed.</p>"
+    )
+    return _section("run-comparison", "Run comparison", summary + chart + items + table)
 
 
 def _search_box(table_id: str, count_id: str, placeholder: str) -> str:
@@ -539,36 +812,181 @@ def _search_box(table_id: str, count_id: str, placeholder: str) -> str:
             f'<span id="{count_id}"></span></div>')
 
 
+def _noise_text(value: object) -> str:
+    """A noise level as written in the data (``0.2``), ``—`` when unknown."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    return esc(f"{float(value):g}")  # type: ignore[arg-type]
+
+
+def unsupported_sentences(
+    frame: pl.DataFrame, abstention_phrases: Sequence[str] = DEFAULT_ABSTENTION_PHRASES
+) -> pl.DataFrame:
+    """Which response sentences grounding found unsupported, as far as the stored data tells.
+
+    ``frame`` has ``response``, ``n_sentences`` and ``n_supported`` and, optionally,
+    ``n_contexts`` (from ``scores``). The run stores only the counts, not which sentences were
+    supported, nor the contexts. So the response is split again with the splitter grounding
+    uses (:func:`pipeline.text.sentences.split_sentences`), and the sentences that fail a rule
+    checkable without the passages are named (:mod:`pipeline.metrics.embedding.grounding`,
+    rules 1 and 2): ``no citation``, ``cites several passages``, ``cites a passage that was not
+    retrieved`` (a number beyond ``n_contexts``, where known) or ``abstains`` (the default
+    abstention phrases). The other unsupported sentences cite one passage that did not support
+    them (cosine below ``tau_sim``); they are named only when every cited sentence failed
+    (``n_supported == 0``), else only counted.
+
+    Adds ``n_unsupported`` (null without grounding), ``unsupported_sentence`` and
+    ``unsupported_reason`` (the first named one), ``unsupported_more`` (further named ones),
+    ``unsupported_unnamed`` (unsupported sentences that cannot be told apart) and
+    ``unsupported_unnamed_cited`` (those are known to be cited sentences: the split matches
+    the stored count and names no more sentences than failed).
+
+    >>> frame = pl.DataFrame({"response": ["Paris is in France [1]. It is big. Rome [1]."],
+    ...                       "n_sentences": [3], "n_supported": [1]})
+    >>> unsupported_sentences(frame).select("unsupported_sentence", "unsupported_reason",
+    ...                                     "unsupported_unnamed").row(0)
+    ('It is big.', 'no citation', 1)
+    """
+    folded = fold_phrases(abstention_phrases)
+    sentence, numbers = pl.col("_sentence"), parse_citation_markers(pl.col("_sentence"))
+    passages = pl.col("_n_contexts")
+    reason = (
+        pl.when(numbers.list.len() == 0).then(pl.lit("no citation"))
+        .when(numbers.list.len() > 1).then(pl.lit("cites several passages"))
+        .when(passages.is_not_null() & ~numbers.list.first().is_between(1, passages))
+        .then(pl.lit("cites a passage that was not retrieved"))
+        .when(fold(sentence).str.contains_any(folded)).then(pl.lit("abstains"))
+    )
+    known_passages = (pl.col("n_contexts").cast(pl.Int64) if "n_contexts" in frame.columns
+                      else pl.lit(None, pl.Int64))
+    split = (
+        frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+                     split_sentences(pl.col("response")).alias("_sentence"),
+                     known_passages.alias("_n_contexts"))
+        .explode("_sentence")
+        .drop_nulls("_sentence")
+        .with_columns(reason.alias("_reason"))
+        .group_by("_row", maintain_order=True)
+        .agg(
+            pl.len().alias("_split"),
+            sentence.filter(pl.col("_reason").is_not_null()).alias("_named"),
+            pl.col("_reason").drop_nulls().alias("_reasons"),
+            sentence.first().alias("_first"),
+            pl.col("_reason").first().alias("_first_reason"),
+        )
+    )
+    rows = frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row")).join(
+        split, on="_row", how="left", maintain_order="left"
+    )
+    total, supported = pl.col("n_sentences"), pl.col("n_supported")
+    unsupported = total - supported
+    named = pl.col("_named").list.len().fill_null(0)
+    trusted = pl.col("_split").fill_null(0) == total  # the split agrees with the stored count
+    exact = trusted & (named == unsupported)
+    everything = trusted & (supported == 0) & (unsupported > 0)
+    partial = trusted & (named < unsupported) & (named > 0)
+    return rows.select(
+        pl.exclude("_row", "_split", "_named", "_reasons", "_first", "_first_reason"),
+        unsupported.alias("n_unsupported"),
+        pl.when(everything).then(pl.col("_first"))
+        .when(exact | partial).then(pl.col("_named").list.first())
+        .alias("unsupported_sentence"),
+        pl.when(everything).then(pl.coalesce(pl.col("_first_reason"),
+                                             pl.lit("not supported by the passage it cites")))
+        .when(exact | partial).then(pl.col("_reasons").list.first())
+        .alias("unsupported_reason"),
+        pl.when(everything).then(unsupported - 1)
+        .when(exact | partial).then(named - 1)
+        .otherwise(0).alias("unsupported_more"),
+        pl.when(everything | exact).then(0)
+        .when(partial).then(unsupported - named)
+        .otherwise(unsupported).alias("unsupported_unnamed"),
+        (trusted & (named <= unsupported)).alias("unsupported_unnamed_cited"),
+    )
+
+
+def _unsupported_text(r: Mapping[str, object]) -> str:
+    """What the worst-items table says about the unsupported sentences of a row ("" if none)."""
+    total, missing = r.get("n_sentences"), r.get("n_unsupported")
+    if total is None or missing is None or missing == 0:
+        return ""
+    if r.get("n_contexts") == 0:
+        return "no passage was retrieved: grounding does not apply"
+    noun = "sentence" if total == 1 else "sentences"
+    parts = [f"{fmt(missing, 'count')} of {fmt(total, 'count')} {noun} unsupported:"]
+    if r["unsupported_sentence"] is not None:
+        parts.append(f"<q>{esc(r['unsupported_sentence'])}</q> "
+                     f'<span class="sub">({esc(r["unsupported_reason"])})</span>')
+        if r["unsupported_more"]:
+            parts.append(f'<span class="sub">and {fmt(r["unsupported_more"], "count")} '
+                         "more</span>")
+    unnamed = r["unsupported_unnamed"]
+    if unnamed:
+        what = ("not supported by the passage cited" if r["unsupported_unnamed_cited"]
+                else "not identified")
+        parts.append(f'<span class="sub">{fmt(unnamed, "count")} '
+                     f'{"sentence" if unnamed == 1 else "sentences"} {what} (which ones is '
+                     "not stored)</span>")
+    return " ".join(parts)
+
+
+def _texts_cell(r: Mapping[str, object], texts: Sequence[str]) -> str:
+    labels = {"question": "Q", "reference": "Reference", "response": "Response"}
+    blocks = [
+        f'<p><span class="lbl">{labels[c]}</span>{esc(r[c] if r[c] is not None else "")}</p>'
+        for c in texts
+    ]
+    unsupported = _unsupported_text(r)
+    if unsupported:
+        blocks.append(f'<p class="claim"><span class="lbl">Unsupported</span>{unsupported}</p>')
+    return f'<div class="text">{"".join(blocks)}</div>'
+
+
 def _worst(data: RunData) -> str:
     frame = data.worst
     if frame.height == 0:
         return _section("worst", "Worst items", '<p class="empty">No scored rows.</p>')
     texts = [c for c in ("question", "reference", "response") if c in frame.columns]
+    grounding = "response" in frame.columns and "n_sentences" in frame.columns
+    if grounding:
+        frame = unsupported_sentences(frame)
     rows = []
     for r in frame.to_dicts():
+        category = esc(r["category"])
+        if r.get("task") is not None:
+            category += f'<br><span class="sub">{esc(r["task"])}</span>'
         cells = [_td(esc(r["model"])), _td(fmt(r["worst_rank"], "count"), True),
-                 _td(esc(r["id"])), _td(esc(r["category"]))]
-        cells += [_td(f'<div class="text">{esc(r[c] if r[c] is not None else "")}</div>')
-                  for c in texts]
+                 _td(esc(r["id"]), css="wrap"), _td(_noise_text(r.get("noise_level")), True),
+                 _td(category, css="wrap")]
         cells += [_td(fmt(r[c.name], c.kind), True) for c in WORST_SCORES]
-        cells.append(_td(esc(r["primary_failure_mode"])))
+        cells.append(_td(esc(r["primary_failure_mode"]).replace("_", "_<wbr>")))
+        if texts:
+            cells.append(_td(_texts_cell(r, texts)))
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    headers = ["Model", "#", "ID", "Category", *(t.capitalize() for t in texts),
-               *(c.title for c in WORST_SCORES), "Failure mode"]
-    numeric = [False, True, False, False, *([False] * len(texts)), *([True] * len(WORST_SCORES)),
-               False]
+    text_title = " · ".join([*texts, *(["unsupported sentence"] if grounding else [])])
+    text_title = text_title[:1].upper() + text_title[1:]
+    headers = ["Model", "#", "ID", "Noise", "Category", *(c.title for c in WORST_SCORES),
+               "Failure mode", *([text_title] if texts else [])]
+    numeric = [False, True, False, True, False, *([True] * len(WORST_SCORES)), False,
+               *([False] if texts else [])]
     missing = "" if texts else (" texts.parquet is missing, so the texts are not shown.")
     search = _search_box("worst-table", "worst-count", "Search questions, answers, models…")
     return _section("worst", "Worst items per model", search + _table(
-        headers, rows, numeric=numeric, table_id="worst-table")
+        headers, rows, numeric=numeric, table_id="worst-table",
+        key=("Model", "Noise", "Category", "F1"))
         + f'<p class="note">The {WORST_N} rows with the lowest answer F1 per model (ties: lowest '
-        f"overall score).{missing}</p>")
+        "overall score). Category shows the task of RGB rows beneath. Unsupported: the "
+        "response is split as grounding splits it; sentences without exactly one citation, "
+        "or that abstain, are named; a sentence that cites one passage but was not supported "
+        "by it is named only when no sentence was supported (the run stores the counts, not "
+        f"which sentence failed the similarity test).{missing}</p>")
 
 
 def _nav(section_ids: Sequence[str]) -> str:
     titles = {
         "summary": "Summary", "headline": "Headline", "answers": "F1 vs EM",
-        "citations": "Citations", "distributions": "Distributions", "categories": "Categories",
+        "citations": "Citations", "distributions": "Distributions",
+        "generation": "Generation (6 plots)", "categories": "Categories",
         "noise": "Noise", "rgb": "RGB", "grounding": "Grounding", "cost": "Cost",
         "profile": "Profile", "failures": "Failures", "comparisons": "Comparisons",
         "run-comparison": "Run comparison", "worst": "Worst items", "appendix": "Appendix",
@@ -583,14 +1001,23 @@ def script_hash() -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-def render(data: RunData, *, diff: pl.DataFrame | None = None, title: str | None = None) -> str:
-    """The complete HTML document for ``data`` (and a run comparison when ``diff`` is given)."""
+def render(
+    data: RunData,
+    *,
+    diff: pl.DataFrame | None = None,
+    regressed: pl.DataFrame | None = None,
+    title: str | None = None,
+) -> str:
+    """The complete HTML document for ``data``; a run comparison when ``diff`` is given (its
+    regressed items too when ``regressed`` is)."""
     title = title or f"Evaluation report: {Path(data.out_dir).resolve().name}"
     sections = [
         _headline(data), _answers(data), _citations(data), _distributions(data),
+        _generation(data),
         _categories(data), _noise(data), _rgb(data), _grounding(data), _cost(data),
         _profile(data), _failures(data), _comparisons(data),
-        *([_run_comparison(diff)] if diff is not None else []), _worst(data), _appendix(data),
+        *([_run_comparison(diff, regressed, data.models)] if diff is not None else []),
+        _worst(data), _appendix(data),
     ]
     ids = [s for s in SECTION_IDS if diff is not None or s != "run-comparison"]
     csp = (f"default-src 'none'; script-src {script_hash()}; style-src 'unsafe-inline'; "

@@ -23,6 +23,7 @@ from pipeline.rules.files import (
     RELEVANCE_FILE,
     SAFETY_FILE,
     RuleFileError,
+    bundled_file,
     files_digest,
     read_bytes,
 )
@@ -59,16 +60,19 @@ def load_rules(
     safety_file: Path | None = None,
     relevance_file: Path | None = None,
     overall_file: Path | None = None,
+    *,
+    preset: str | None = None,
 ) -> RuleSet:
-    """The four rule files (``None``: the bundled one), each read once and parsed once per
-    content; :class:`RuleFileError` names the file and the key of a malformed one.
+    """The four rule files (``None``: the bundled one, or the compat ``preset``'s own bundled
+    file where it has one), each read once and parsed once per content; :class:`RuleFileError`
+    names the file and the key of a malformed one.
 
     >>> rules = load_rules()
     >>> rules.quality.length.max_words, rules.relevance.default_category
     (300, 'Factual')
     """
     files = [
-        read_bytes(None if path is None else Path(path), bundled)
+        read_bytes(None if path is None else Path(path), bundled_file(bundled, preset))
         for path, bundled in (
             (quality_file, QUALITY_FILE),
             (safety_file, SAFETY_FILE),

@@ -18,12 +18,30 @@ OVERALL_FILE = "overall.toml"
 #: Stopword list and synonym groups of the keyword metrics.
 STOPWORDS_FILE = "stopwords_en.txt"
 SYNONYMS_FILE = "synonyms.tsv"
+#: Bundled files that a compat preset replaces with its own, ``pipeline/data/<preset>.<name>``
+#: (docs/compat.md); a file named in the config still wins over the preset's.
+PRESET_FILES: dict[str, frozenset[str]] = {
+    "enhanced-framework": frozenset(
+        {QUALITY_FILE, SAFETY_FILE, RELEVANCE_FILE, OVERALL_FILE, SYNONYMS_FILE}
+    ),
+}
 
 _PACKAGE = "pipeline.data"
 
 
 class RuleFileError(ValueError):
     """A rule file is malformed; the message names the file and the key."""
+
+
+def bundled_file(name: str, preset: str | None) -> str:
+    """The bundled file that stands for ``name`` under the compat ``preset`` (None: defaults).
+
+    >>> bundled_file(QUALITY_FILE, "enhanced-framework"), bundled_file(QUALITY_FILE, None)
+    ('enhanced-framework.quality.toml', 'quality.toml')
+    """
+    if preset is not None and name in PRESET_FILES.get(preset, frozenset()):
+        return f"{preset}.{name}"
+    return name
 
 
 def read_bytes(path: Path | None, bundled: str) -> tuple[bytes, str]:

@@ -27,12 +27,19 @@ ACCURACY_INPUTS = (
     "answer_em",
     "bleu",
 )
+#: The BLEU variants ``[accuracy_weights]`` may weigh (exactly one of them): sacreBLEU, the
+#: textbook BLEU with floored zero precisions, and BLEU over the matching orders (the enhanced
+#: framework's reference output; see docs/compat.md).
+BLEU_VARIANTS = ("bleu", "bleu_textbook", "bleu_matched_orders")
 INPUT_COLUMNS = (
     *ACCURACY_INPUTS,
+    *(name for name in BLEU_VARIANTS if name not in ACCURACY_INPUTS),
     "composite_relevance",
     "safety_score",
     "composite_quality",
     "is_refusal",
+    "refusal_score",
+    "intent_match",
     "bias_categories",
     "perspective_balance",
     "coherence_score",
@@ -49,6 +56,8 @@ ALLOWED_COLUMNS = frozenset(
 OPERATORS: tuple[str, ...] = ("<", "<=", ">", ">=", "==")
 #: Fields of the ``[overall_feedback]`` template.
 FEEDBACK_FIELDS = ("{score}", "{category}", "{passed}", "{failed}", "{failure_mode}")
+#: ``[suggestion_format] bias_names``: category names with ``_`` turned into spaces, or as-is.
+BIAS_NAME_STYLES = ("spaced", "as-is")
 
 
 @dataclass(frozen=True)
@@ -62,19 +71,25 @@ class Condition:
 
 @dataclass(frozen=True)
 class Rule:
-    """A name (failure mode) or text (suggestion) and the conditions that must all hold."""
+    """A name (failure mode) or text (suggestion) and the conditions that must all hold; of
+    the suggestions sharing a ``group``, only the first that holds is given."""
 
     label: str
     conditions: tuple[Condition, ...]
+    group: str | None = None
 
 
 @dataclass(frozen=True)
 class FeedbackFormat:
-    """``[overall_feedback]``: the line template, score decimals and the text for 'nothing'."""
+    """``[overall_feedback]``: the line template, score decimals and the text for 'nothing';
+    or, with ``modes``, a fixed text per failure mode and ``pass_bands`` (``(threshold, text)``
+    on ``overall_score``) for rows that pass."""
 
     template: str
     decimals: int
     none_text: str
+    modes: Mapping[str, str] | None = None
+    pass_bands: tuple[tuple[float, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,9 @@ class OverallRules:
 
     accuracy_weights: Mapping[str, float]
     accuracy_bands: tuple[tuple[float, str], ...]
+    #: Bands of ``[accuracy_feedback.category_bands]`` that replace ``accuracy_bands`` for
+    #: their category.
+    category_accuracy_bands: Mapping[str, tuple[tuple[float, str], ...]]
     caution: str
     caution_categories: tuple[str, ...]
     category_weights: Mapping[str, Mapping[str, float]]
@@ -94,6 +112,13 @@ class OverallRules:
     fallback: str
     feedback: FeedbackFormat
     source: str
+    #: ``[suggestion_format] bias_names``, one of :data:`BIAS_NAME_STYLES`.
+    bias_names: str = "spaced"
+
+    @property
+    def bleu_input(self) -> str:
+        """The BLEU variant that ``composite_accuracy`` weighs."""
+        return next(name for name in self.accuracy_weights if name in BLEU_VARIANTS)
 
     @classmethod
     def load(cls, path: Path | None = None) -> OverallRules:
@@ -118,7 +143,7 @@ def parse(data: Mapping[str, Any], source: str) -> OverallRules:
     """Typed, validated rules from a parsed overall TOML document."""
     root = Table(data, source, "")
     accuracy = root.table("accuracy_weights")
-    weights = _weights(accuracy, ACCURACY_INPUTS)
+    weights = _weights(accuracy, _accuracy_names(accuracy))
     band_table = root.table("accuracy_feedback")
     categories = root.table("category_weights")
     category_weights = {c: _weights(categories.table(c), AREAS) for c in CATEGORIES}
@@ -128,10 +153,11 @@ def parse(data: Mapping[str, Any], source: str) -> OverallRules:
     failure = root.table("failure")
     fmt = root.table("suggestion_format")
     feedback = root.table("overall_feedback")
-    template = feedback.typed("template", str, "a string")
+    feedback_format = _feedback_format(feedback)
     rules = OverallRules(
         accuracy_weights=MappingProxyType(weights),
         accuracy_bands=bands(band_table),
+        category_accuracy_bands=MappingProxyType(_category_bands(band_table)),
         caution=band_table.typed("caution", str, "a string"),
         caution_categories=_categories(band_table, "caution_categories"),
         category_weights=MappingProxyType(
@@ -143,18 +169,78 @@ def parse(data: Mapping[str, Any], source: str) -> OverallRules:
         suggestions=_rules(root, "suggestions", "text"),
         bias_separator=fmt.typed("bias_separator", str, "a string"),
         fallback=fmt.typed("fallback", str, "a string"),
-        feedback=FeedbackFormat(
-            template=template,
-            decimals=feedback.integer("decimals"),
-            none_text=feedback.typed("none_text", str, "a string"),
-        ),
+        feedback=feedback_format,
         source=source,
+        bias_names=_bias_names(fmt),
     )
-    if not any(field in template for field in FEEDBACK_FIELDS):
-        raise feedback.fail("template", f"expected at least one of {', '.join(FEEDBACK_FIELDS)}")
+    modes = {rule.label for rule in rules.failure_modes}
+    for mode in sorted(set(feedback_format.modes or {}) - modes - {rules.pass_label}):
+        raise feedback.fail("modes", f"{mode!r} is no failure mode name")
+    missing = sorted(modes - set(feedback_format.modes or modes))
+    if missing:
+        raise feedback.fail("modes", f"no text for the failure mode {missing[0]!r}")
     for table in (accuracy, band_table, passing, failure, fmt, feedback, root):
         table.done()
     return rules
+
+
+def _accuracy_names(table: Table) -> tuple[str, ...]:
+    """The accuracy inputs ``table`` must weigh: the non-BLEU inputs and the one BLEU variant
+    it names (``bleu`` when it names none, so that the error says what is missing)."""
+    named = [name for name in BLEU_VARIANTS if name in table.data]
+    if len(named) > 1:
+        raise table.fail(named[1], f"weigh one BLEU variant only, got {', '.join(named)}")
+    bleu = named[0] if named else "bleu"
+    return tuple(bleu if name == "bleu" else name for name in ACCURACY_INPUTS)
+
+
+def _category_bands(table: Table) -> dict[str, tuple[tuple[float, str], ...]]:
+    """``[accuracy_feedback.category_bands]``: per category, bands like ``bands`` (optional)."""
+    if "category_bands" not in table.data:
+        return {}
+    per_category = table.table("category_bands")
+    found = {}
+    for name in list(per_category.data):
+        if name not in CATEGORIES:
+            raise per_category.fail(name, f"unknown category; expected one of {CATEGORIES}")
+        named = Table({"bands": per_category.raw(name)}, table.source,
+                      f"{per_category.name}.{name}")
+        found[name] = bands(named)
+    per_category.done()
+    return found
+
+
+def _bias_names(table: Table) -> str:
+    if "bias_names" not in table.data:
+        return "spaced"
+    style = table.typed("bias_names", str, "a string")
+    if style not in BIAS_NAME_STYLES:
+        raise table.fail("bias_names", f"expected one of {', '.join(BIAS_NAME_STYLES)}")
+    return style
+
+
+def _feedback_format(table: Table) -> FeedbackFormat:
+    """``[overall_feedback]``: a ``template`` (with ``decimals`` and ``none_text``), or
+    ``modes`` (failure mode -> text) with ``pass_bands`` for the rows that pass."""
+    if "modes" not in table.data:
+        template = table.typed("template", str, "a string")
+        if not any(field in template for field in FEEDBACK_FIELDS):
+            raise table.fail(
+                "template", f"expected at least one of {', '.join(FEEDBACK_FIELDS)}"
+            )
+        return FeedbackFormat(
+            template=template,
+            decimals=table.integer("decimals"),
+            none_text=table.typed("none_text", str, "a string"),
+        )
+    modes_table = table.table("modes")
+    modes = {name: modes_table.typed(name, str, "a string") for name in list(modes_table.data)}
+    modes_table.done()
+    pass_bands = bands(
+        Table({"bands": table.raw("pass_bands")}, table.source, f"{table.name}.pass_bands")
+    )
+    return FeedbackFormat(template="", decimals=0, none_text="", modes=MappingProxyType(modes),
+                          pass_bands=pass_bands)
 
 
 def _weights(table: Table, names: tuple[str, ...]) -> dict[str, float]:
@@ -186,7 +272,10 @@ def _rules(table: Table, key: str, label: str) -> tuple[Rule, ...]:
         conditions = item.typed("all", list, "a list of [column, op, value]")
         if not conditions:
             raise item.fail("all", "needs at least one condition")
-        rules.append(Rule(text, tuple(_condition(item, c) for c in conditions)))
+        group = item.typed("group", str, "a string") if "group" in item.data else None
+        if group is not None and label != "text":
+            raise item.fail("group", "only suggestions have groups")
+        rules.append(Rule(text, tuple(_condition(item, c) for c in conditions), group))
         item.done()
     return tuple(rules)
 

@@ -15,6 +15,10 @@ from typing import Any
 from pipeline.rules.files import QUALITY_FILE, parse_toml, read_bytes
 from pipeline.rules.table import Table, bands
 
+#: ``[words] unit``: runs of letters, marks and digits (hyphens separate words), or the
+#: punctuation-deleted whitespace words of the enhanced framework ("Île-de-France" is one word).
+WORD_UNITS: tuple[str, ...] = ("letters", "whitespace")
+
 
 @dataclass(frozen=True)
 class LengthRules:
@@ -40,10 +44,12 @@ class FluencyRules:
 
 @dataclass(frozen=True)
 class CoherenceRules:
-    """``[coherence]``: connective families (name -> phrases) and hits expected per gap."""
+    """``[coherence]``: connective families (name -> phrases), hits expected per gap and the
+    score of a one-sentence response (None: the formula, 1.0 with a connective, else 0.0)."""
 
     connectives_per_gap: float
     connectives: Mapping[str, tuple[str, ...]]
+    single_sentence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,8 @@ class QualityRules:
     composite: CompositeRules
     feedback_bands: tuple[tuple[float, str], ...]
     source: str
+    #: ``[words] unit``, one of :data:`WORD_UNITS` (left out: ``letters``).
+    word_unit: str = "letters"
 
     @classmethod
     def load(cls, path: Path | None = None) -> QualityRules:
@@ -163,6 +171,7 @@ def parse(data: Mapping[str, Any], source: str) -> QualityRules:
         ),
         feedback_bands=bands(feedback),
         source=source,
+        word_unit=_word_unit(root),
     )
     if rules.length.min_words > rules.length.max_words:
         raise length.fail("min_words", "must not exceed max_words")
@@ -171,11 +180,29 @@ def parse(data: Mapping[str, Any], source: str) -> QualityRules:
     return rules
 
 
+def _word_unit(root: Table) -> str:
+    """``[words] unit`` (optional table; ``letters`` when left out)."""
+    if "words" not in root.data:
+        return "letters"
+    table = root.table("words")
+    unit = table.typed("unit", str, "a string")
+    if unit not in WORD_UNITS:
+        raise table.fail("unit", f"expected one of {', '.join(WORD_UNITS)}, got {unit!r}")
+    table.done()
+    return unit
+
+
 def _coherence(table: Table) -> CoherenceRules:
     per_gap = table.number("connectives_per_gap", low=math.ulp(0.0))
+    single = (
+        table.number("single_sentence", low=0, high=1) if "single_sentence" in table.data
+        else None
+    )
     families = table.table("connectives")
     connectives = {name: families.strings(name) for name in list(families.data)}
     if not connectives:
         raise table.fail("connectives", "needs at least one family")
     table.done()
-    return CoherenceRules(connectives_per_gap=per_gap, connectives=connectives)
+    return CoherenceRules(
+        connectives_per_gap=per_gap, connectives=connectives, single_sentence=single
+    )

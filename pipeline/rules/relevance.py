@@ -20,6 +20,9 @@ from pipeline.rules.files import RELEVANCE_FILE, RuleFileError, parse_toml, read
 
 ADJUSTABLE = ("step_completeness", "creativity_score")
 COMPOSITE_INPUTS = ("semantic_relevance", "tfidf_relevance", "keyword_overlap", "intent_match")
+#: ``[depth] word_unit``: ``\w+(?:'\w+)*`` runs, or the enhanced framework's punctuation-deleted
+#: whitespace words (:func:`pipeline.text.tokenize.punctuation_deleted_words`).
+DEPTH_WORD_UNITS = ("word-characters", "whitespace")
 _STEP_WORD = re.compile(r"[a-z]+(?: [a-z]+)*")
 
 
@@ -55,6 +58,8 @@ class RelevanceRules:
     adjustment: Mapping[str, Mapping[str, float]]
     composite_weights: Mapping[str, float]
     feedback: tuple[tuple[float, str], ...]
+    #: ``[depth] word_unit``, one of :data:`DEPTH_WORD_UNITS` (left out: ``word-characters``).
+    depth_word_unit: str = "word-characters"
 
     @staticmethod
     def load(path: Path | None = None) -> RelevanceRules:
@@ -230,6 +235,15 @@ def parse(doc: Mapping[str, Any], source: str) -> RelevanceRules:
     if mins != sorted(mins, reverse=True) or len(set(mins)) != len(mins) or mins[-1] != 0:
         raise r.fail("feedback", "band mins must strictly decrease and end with 0")
 
+    depth_unit = "word-characters"
+    if "depth" in doc:
+        depth = r.table(doc, "depth")
+        if set(depth) - {"word_unit"}:
+            raise r.fail(f"depth.{sorted(set(depth) - {'word_unit'})[0]}", "unknown key")
+        depth_unit = r.text(r.get(depth, "word_unit", "depth."), "depth.word_unit")
+        if depth_unit not in DEPTH_WORD_UNITS:
+            raise r.fail("depth.word_unit", f"expected one of {', '.join(DEPTH_WORD_UNITS)}")
+
     return RelevanceRules(
         source=source,
         categories=categories,
@@ -261,4 +275,5 @@ def parse(doc: Mapping[str, Any], source: str) -> RelevanceRules:
         adjustment=MappingProxyType(adjustment),
         composite_weights=MappingProxyType(weights),
         feedback=feedback,
+        depth_word_unit=depth_unit,
     )

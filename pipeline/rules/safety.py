@@ -56,6 +56,12 @@ class SafetyRules:
     feedback_levels: tuple[FeedbackLevel, ...]
     version: str
     source: str
+    #: ``[perspective] neutral_balance``: the balance of a text without absolute phrases
+    #: (None: the formula, which gives 0.0 unless the text has a balanced indicator).
+    neutral_balance: float | None = None
+    #: ``[perspective] only_categories``: the scoring categories whose rows are checked for
+    #: balance; other rows get balance 1.0 and are never unbalanced (None: every row).
+    perspective_categories: tuple[str, ...] | None = None
 
     @classmethod
     def load(cls, path: Path | None = None) -> SafetyRules:
@@ -205,6 +211,19 @@ def parse(raw: Mapping[str, Any], source: str) -> SafetyRules:
     min_absolute = reader.get(perspective, "unbalanced_min_absolute", "perspective", int)
     if min_absolute < 1:
         raise reader.fail("perspective.unbalanced_min_absolute", "must be at least 1")
+    neutral = (
+        reader.fraction(perspective, "neutral_balance", "perspective", low_open=False)
+        if "neutral_balance" in perspective else None
+    )
+    only = (
+        tuple(reader.strings(perspective, "only_categories", "perspective"))
+        if "only_categories" in perspective else None
+    )
+    known = {"balanced_indicators", "absolute_phrases", "unbalanced_min_absolute",
+             "neutral_balance", "only_categories"}
+    unknown = sorted(set(perspective) - known)
+    if unknown:
+        raise reader.fail(f"perspective.{unknown[0]}", "unknown key")
 
     feedback = reader.get(raw, "feedback", "", dict)
     raw_levels = reader.get(feedback, "levels", "feedback", list)
@@ -237,4 +256,6 @@ def parse(raw: Mapping[str, Any], source: str) -> SafetyRules:
         feedback_levels=tuple(levels),
         version=reader.get(raw, "version", "", str),
         source=source,
+        neutral_balance=neutral,
+        perspective_categories=only,
     )

@@ -20,7 +20,9 @@ in order:
    * a number abbreviation followed by a number (:data:`NUMBER_ABBREVIATIONS`: ``No. 5``,
      ``Fig. 3``); elsewhere (``The answer is no. Then``) it ends the sentence;
    * a single uppercase letter standing alone, i.e. an initial (``J. K. Rowling``,
-     ``J.K. Rowling``, ``A.M.``); consequently ``"... vitamin C. It ..."`` is not split;
+     ``J.K. Rowling``, ``A.M.``); consequently ``"... vitamin C. It ..."`` is not split. A
+     letter right after a symbol is a unit, not an initial: ``"... to 350°F. Then ..."`` ends
+     the sentence;
    * an ellipsis of three or more periods (``"Wait... What?"`` is one sentence; ``…`` is not
      terminal punctuation either); a ``?`` or ``!`` after the ellipsis still ends the sentence.
 
@@ -71,6 +73,8 @@ def _alternation(abbreviations: tuple[str, ...]) -> str:
 _ABBREVIATION = rf"\b({_alternation(ABBREVIATIONS)})\."
 _NUMBER_ABBREVIATION = rf"\b({_alternation(NUMBER_ABBREVIATIONS)})\.(\s*\p{{Nd}})"
 _INITIAL = r"\b(\p{Lu})\."
+# An "initial" right after a symbol is a unit (350°F.): its period is released again.
+_UNIT_AFTER_SYMBOL = rf"(\p{{S}}\p{{Lu}}\.){_HOLD}"
 _ELLIPSIS = r"(\.{3,})"
 _BOUNDARY = (
     rf"([.!?]+[{re.escape(_CLOSERS)}]*(?:\s*{CITATION_MARKER})*)"
@@ -93,6 +97,7 @@ def split_sentences(text: pl.Expr) -> pl.Expr:
         .str.replace_all(_NUMBER_ABBREVIATION, f"${{1}}.{_HOLD}${{2}}")
         .str.replace_all(_ABBREVIATION, f"${{1}}.{_HOLD}")
         .str.replace_all(_INITIAL, f"${{1}}.{_HOLD}")
+        .str.replace_all(_UNIT_AFTER_SYMBOL, "${1}")
     )
     marked = held.str.replace_all(_BOUNDARY, f"${{1}}{_SPLIT}${{2}}")
     marked = marked.str.replace_all(_NEWLINE, _SPLIT).str.replace_all(_HOLD, "", literal=True)

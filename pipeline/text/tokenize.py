@@ -4,13 +4,39 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.text.charclasses import ASCII_SPACE_CLASS, ASCII_WORD_CLASS, space_class
-from pipeline.text.normalize import ascii_lower_remove_punctuation, by_ascii, squad_core
+from pipeline.text.charclasses import (
+    ASCII_SPACE_CLASS,
+    ASCII_WORD_CLASS,
+    space_class,
+    word_class,
+)
+from pipeline.text.normalize import (
+    ascii_lower_remove_punctuation,
+    by_ascii,
+    python_lower,
+    squad_core,
+)
 
 
 def whitespace_tokens(text: pl.Expr) -> pl.Expr:
     """``text.split()``: maximal runs of non-``str.isspace`` characters; ``[]`` for ``""``."""
     return text.str.extract_all(f"[^{space_class()}]+")
+
+
+def punctuation_deleted_words(text: pl.Expr) -> pl.Expr:
+    """``re.sub(r"[^\\w\\s]", "", text.lower()).split()``, exactly: the text lowercased, every
+    character that is neither a word character nor whitespace deleted, then split at whitespace.
+
+    The word unit of the enhanced text evaluation framework (``preprocess_text``, see
+    docs/compat.md): "Île-de-France" is one word, "9-11" becomes ``911`` and "don't" ``dont``.
+
+    >>> import polars as pl
+    >>> text = pl.lit("Paris, in Île-de-France, isn't (9-11) far.")
+    >>> pl.select(punctuation_deleted_words(text)).item().to_list()
+    ['paris', 'in', 'îledefrance', 'isnt', '911', 'far']
+    """
+    kept = f"[^{word_class()}{space_class()}]"
+    return whitespace_tokens(python_lower(text).str.replace_all(kept, ""))
 
 
 def squad_tokens(text: pl.Expr) -> pl.Expr:

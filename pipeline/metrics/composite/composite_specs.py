@@ -25,9 +25,18 @@ def _quality_rules(inputs: Inputs) -> quality.QualityRules:
     return inputs.config.rules.quality
 
 
-def _on_response(fn: Callable[..., pl.Expr], part: str) -> Callable[[Inputs], pl.Expr]:
-    """``fn(response, rules=<part of the quality rules>)``."""
-    return lambda inputs: fn(pl.col(_RESPONSE), rules=getattr(_quality_rules(inputs), part))
+def _on_response(
+    fn: Callable[..., pl.Expr], part: str, *, counts_words: bool = False
+) -> Callable[[Inputs], pl.Expr]:
+    """``fn(response, rules=<part of the quality rules>)``, with the rules' word unit when
+    ``counts_words``."""
+
+    def build(inputs: Inputs) -> pl.Expr:
+        rules = _quality_rules(inputs)
+        unit = {"unit": rules.word_unit} if counts_words else {}
+        return fn(pl.col(_RESPONSE), rules=getattr(rules, part), **unit)
+
+    return build
 
 
 def _composite_quality(inputs: Inputs) -> pl.Expr:
@@ -47,7 +56,10 @@ _QUALITY_PARTS = ("fluency_score", "coherence_score", "conciseness_score", "read
 
 def _safety(name: str) -> Callable[[Inputs], pl.Expr]:
     def build(inputs: Inputs) -> pl.Expr:
-        return safety.safety_scores(pl.col(_RESPONSE), rules=inputs.config.rules.safety)[name]
+        return safety.safety_scores(
+            pl.col(_RESPONSE), rules=inputs.config.rules.safety,
+            category=pl.col("scoring_category"),
+        )[name]
 
     return build
 
@@ -109,6 +121,8 @@ def _flag(name: str, family: str, build: Callable[[Inputs], pl.Expr], descriptio
 
 
 _REL = "relevance_composite"
+#: Safety rules may check perspective balance only for some categories.
+_SAFETY_NEEDS = ("scoring_category",)
 _OVERALL_NEEDS = (*overall.INPUT_COLUMNS,)
 
 SPECS: tuple[MetricSpec, ...] = (
@@ -116,19 +130,20 @@ SPECS: tuple[MetricSpec, ...] = (
           "Category the composites use: the canonical name, or the default for unknown ones."),
     _flag("category_known", "composite", _category(relevance_composite.category_is_known),
           "1 when the row's category is a known name or alias, 0 when it fell back.", None),
-    _flag("length_ok", "quality", _on_response(quality.length_ok, "length"),
+    _flag("length_ok", "quality", _on_response(quality.length_ok, "length", counts_words=True),
           "1 when the response's word count is within the configured bounds.", True),
-    _text("length_feedback", "quality", _on_response(quality.length_feedback, "length"),
+    _text("length_feedback", "quality",
+          _on_response(quality.length_feedback, "length", counts_words=True),
           "Too short / Too long / Appropriate length (N words, ideal: a-b)."),
     _score("fluency_score", "quality", _on_response(quality.fluency_score, "fluency"),
            "Sentence mean: 1.0 well-formed, 0.5 not capitalized, 0.3 implausibly short word."),
     _score("coherence_score", "quality", _on_response(quality.coherence_score, "coherence"),
-           "min(1, connective hits / max(1, 2 (sentences - 1)))."),
+           "min(1, connective hits / max(1, 2 (sentences - 1))); 1.0 for one sentence."),
     _score("conciseness_score", "quality",
-           _on_response(quality.conciseness_score, "conciseness"),
+           _on_response(quality.conciseness_score, "conciseness", counts_words=True),
            "0.7 type-token ratio + 0.3 repetition score."),
     _score("readability_score", "quality",
-           _on_response(quality.readability_score, "readability"),
+           _on_response(quality.readability_score, "readability", counts_words=True),
            "clamp01(1 - (0.39 words/sentence + 11.8 chars/word - 15.59) / 20)."),
     _score("composite_quality", "quality", _composite_quality,
            "0.3 fluency + 0.3 coherence + 0.2 conciseness + 0.2 readability, x0.7 off length.",
@@ -137,18 +152,20 @@ SPECS: tuple[MetricSpec, ...] = (
           "Five quality bands at 0.8 / 0.6 / 0.4 / 0.2.", needs=("composite_quality",)),
     MetricSpec("bias_categories", "safety", _safety("bias_categories"), pl.List(pl.String()),
                "Bias categories whose patterns match the response (data-file order).",
-               lower=None, upper=None, higher_is_better=None),
+               needs=_SAFETY_NEEDS, lower=None, upper=None, higher_is_better=None),
     _flag("has_bias_risk", "safety", _safety("has_bias_risk"),
-          "1 when any bias category matches.", False),
+          "1 when any bias category matches.", False, needs=_SAFETY_NEEDS),
     MetricSpec("bias_severity", "safety", _safety("bias_severity"), pl.Float64(),
                "Highest severity of the matched categories (0.0 when none).",
-               higher_is_better=False),
+               needs=_SAFETY_NEEDS, higher_is_better=False),
     _score("perspective_balance", "safety", _safety("perspective_balance"),
-           "min(1, balancing phrases / max(1, absolute phrases))."),
+           "min(1, balancing phrases / max(1, absolute phrases)); 1.0 without absolute phrases.",
+           needs=_SAFETY_NEEDS),
     _score("safety_score", "safety", _safety("safety_score"),
-           "1.0 without bias risk, else 1 - 0.7 severity."),
+           "1.0 without bias risk, else 1 - 0.7 severity.", needs=_SAFETY_NEEDS),
     _text("safety_feedback", "safety", _safety("safety_feedback"),
-          "No safety concerns detected / High, Moderate or Minor note with the categories."),
+          "No safety concerns detected / High, Moderate or Minor note with the categories.",
+          needs=_SAFETY_NEEDS),
     _score("intent_match", _REL, _relevance(relevance_composite.intent_match, "question",
                                             _RESPONSE),
            "1.0 when the response answers the question's detected intent, else 0.5."),

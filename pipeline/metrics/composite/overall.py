@@ -12,11 +12,12 @@ Outputs of :func:`overall_scores` (with ``acc``, ``rel``, ``saf``, ``qual`` the 
 accuracy, ``composite_relevance``, ``safety_score`` and ``composite_quality``):
 
 * ``composite_accuracy`` (Float64) = Σ ``accuracy_weights[c]`` · ``c`` over semantic_similarity,
-  rouge_1, content_coverage, numeric_accuracy, rouge_2, answer_em (Int8 read as 0/1) and bleu.
-  Any null input gives null.
+  rouge_1, content_coverage, numeric_accuracy, rouge_2, answer_em (Int8 read as 0/1) and one
+  BLEU variant (:data:`~pipeline.rules.overall.BLEU_VARIANTS`: ``bleu``, ``bleu_textbook`` or
+  ``bleu_matched_orders``, whichever the file weighs). Any null input gives null.
 * ``accuracy_feedback`` (String): :func:`~pipeline.metrics.composite.quality.band_feedback`
-  of ``acc``, with ``caution`` appended for the ``caution_categories`` (Creative). Null
-  ``acc``: null.
+  of ``acc`` with the bands of the row's category (``category_bands``, else ``bands``), with
+  ``caution`` appended for the ``caution_categories`` (Creative). Null ``acc``: null.
 * ``overall_score`` (Float64) = ``w_a·acc + w_r·rel + w_s·saf + w_q·qual`` with the weights of
   the row's category. A category outside the five, or any null input, gives null.
 * ``passed_accuracy`` / ``_relevance`` / ``_safety`` / ``_quality`` (Int8): ``score >=
@@ -24,15 +25,19 @@ accuracy, ``composite_relevance``, ``safety_score`` and ``composite_quality``):
 * ``primary_failure_mode`` (String): the name of the first ``[[failure.modes]]`` rule whose
   conditions all hold, else ``pass_label`` ("pass"); never null.
 * ``suggestions`` (List[String]): the texts of every ``[[suggestions]]`` rule whose conditions
-  all hold, in file order; ``[fallback]`` when none does. ``{bias_categories}`` in a text is
-  replaced by the row's bias categories, nulls dropped, ``_`` turned into a space, joined with
-  ``bias_separator`` ("Avoid hate speech, stereotypes").
+  all hold, in file order, except that of the rules sharing a ``group`` only the first that
+  holds is given; ``[fallback]`` when none does. ``{bias_categories}`` in a text is replaced by
+  the row's bias categories, nulls dropped, ``_`` turned into a space (``bias_names =
+  "spaced"``, the default) or kept (``"as-is"``), joined with ``bias_separator`` ("Avoid hate
+  speech, stereotypes").
 * ``overall_feedback`` (String): the ``template`` filled in, e.g. ``"Overall 0.72 (Factual):
   passed accuracy, relevance, safety; failed quality; primary issue: partial_accuracy"``.
   ``{score}`` is ``overall_score`` rounded half away from zero to ``decimals`` places and
   printed with exactly that many; ``{passed}`` / ``{failed}`` list the areas in the order
   accuracy, relevance, safety, quality, joined with ", ", or ``none_text`` when empty;
-  ``{failure_mode}`` is the failure mode, or ``none_text`` for the pass label. Null
+  ``{failure_mode}`` is the failure mode, or ``none_text`` for the pass label. With ``modes``
+  instead of a template, the line is the text of the row's failure mode, and for rows that
+  pass the text of the first ``pass_bands`` band that ``overall_score`` reaches. Null
   ``overall_score``: null.
 
 A condition is ``[column, op, value]`` with ``op`` one of ``< <= > >= ==``; ``column`` is a
@@ -112,6 +117,8 @@ def accuracy_feedback(accuracy: pl.Expr, category: pl.Expr, *, rules: OverallRul
     'Good accuracy - main points covered'
     """
     text = band_feedback(accuracy, rules.accuracy_bands)
+    for name, bands in rules.category_accuracy_bands.items():
+        text = pl.when(category == name).then(band_feedback(accuracy, bands)).otherwise(text)
     caution = category.is_in(list(rules.caution_categories)).fill_null(False)
     return pl.when(caution).then(text + pl.lit(rules.caution)).otherwise(text)
 
@@ -151,11 +158,11 @@ def primary_failure_mode(values: Mapping[str, pl.Expr], *, rules: OverallRules) 
     return result
 
 
-def _bias_text(categories: pl.Expr, separator: str) -> pl.Expr:
-    spaced = categories.list.drop_nulls().list.eval(
-        pl.element().str.replace_all("_", " ", literal=True)
-    )
-    return spaced.list.join(separator)
+def _bias_text(categories: pl.Expr, separator: str, style: str = "spaced") -> pl.Expr:
+    names = categories.list.drop_nulls()
+    if style == "spaced":
+        names = names.list.eval(pl.element().str.replace_all("_", " ", literal=True))
+    return names.list.join(separator)
 
 
 def suggestions(
@@ -170,15 +177,21 @@ def suggestions(
     >>> pl.select(suggestions(values, none, rules=rules)).item().to_list()
     ['Avoid refusal patterns - provide helpful responses']
     """
-    bias = _bias_text(bias_categories, rules.bias_separator)
+    bias = _bias_text(bias_categories, rules.bias_separator, rules.bias_names)
     items = []
+    taken: dict[str, pl.Expr] = {}  # per group: an earlier rule of the group holds
     for rule in rules.suggestions:
         parts = rule.label.split(BIAS_PLACEHOLDER)
         pieces: list[pl.Expr] = [pl.lit(parts[0])]
         for part in parts[1:]:
             pieces += [bias, pl.lit(part)]
         text = pl.concat_str(pieces) if len(pieces) > 1 else pieces[0]
-        items.append(pl.when(rule_holds(rule, values)).then(text))
+        holds = rule_holds(rule, values)
+        if rule.group is not None:
+            earlier = taken.get(rule.group, pl.lit(False))
+            taken[rule.group] = earlier | holds
+            holds = holds & ~earlier
+        items.append(pl.when(holds).then(text))
     if not items:
         return pl.concat_list(pl.lit(rules.fallback, dtype=pl.String))
     found = pl.concat_list(items).list.drop_nulls()
@@ -213,6 +226,13 @@ def overall_feedback(
 ) -> pl.Expr:
     """The one-line summary of the ``[overall_feedback]`` template (String; null score: null)."""
     fmt = rules.feedback
+    if fmt.modes is not None:
+        passing = band_feedback(score, fmt.pass_bands)
+        line = pl.lit(None, dtype=pl.String)
+        for name, text in fmt.modes.items():
+            line = pl.when(failure_mode == name).then(pl.lit(text)).otherwise(line)
+        line = pl.when(failure_mode == rules.pass_label).then(passing).otherwise(line)
+        return pl.when(score.is_null()).then(pl.lit(None, dtype=pl.String)).otherwise(line)
     none = pl.lit(fmt.none_text)
 
     def areas(value: int) -> pl.Expr:

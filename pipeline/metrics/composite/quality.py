@@ -9,10 +9,14 @@ argument; a null response gives null in every column.
 
 Shared units:
 
-* **Words**: :func:`~pipeline.metrics.lexical.keywords.keyword_words` -- the text lowercased,
-  ’ folded to ', then maximal runs of Unicode letters, combining marks and digits, an apostrophe
-  between two runs kept inside ("don't"). Hyphens and other punctuation separate words. A
-  word's length is its number of characters (code points, apostrophes included).
+* **Words** (``[words] unit``): ``letters`` (the default) is
+  :func:`~pipeline.metrics.lexical.keywords.keyword_words` -- the text lowercased, ’ folded to
+  ', then maximal runs of Unicode letters, combining marks and digits, an apostrophe between two
+  runs kept inside ("don't"); hyphens and other punctuation separate words. ``whitespace`` is
+  :func:`~pipeline.text.tokenize.punctuation_deleted_words`, the enhanced framework's unit: the
+  text lowercased, characters other than word characters and whitespace deleted, split at
+  whitespace ("Île-de-France" is one word, "9-11" the word ``911``). A word's length is its
+  number of characters (code points, apostrophes included).
 * **Sentences**: :func:`~pipeline.text.sentences.split_sentences`; a piece with no word
   ("!!!") is still a sentence.
 
@@ -34,8 +38,9 @@ Metrics (empty = no sentence, i.e. ``""`` or whitespace only):
 * ``coherence_score``: ``min(1, hits / max(1, connectives_per_gap * (sentences - 1)))``; hits
   counts every non-overlapping occurrence in the whole response of any connective phrase of any
   family (case-insensitive, whole words, longest phrase first, a phrase's space matching any
-  whitespace run; a phrase listed in two families counts once). One sentence with one hit
-  scores 1.0; empty: 0.0.
+  whitespace run; a phrase listed in two families counts once). A response of one sentence has
+  no gap to connect and scores ``single_sentence`` (1.0 in the bundled rules; left out, the
+  formula gives 1.0 with a connective and 0.0 without); empty: 0.0.
 * ``conciseness_score``: ``type_token_weight * distinct/total words + repetition_weight *
   max(0, 1 - penalty_per_repeat * Σ(count - max_repeats))`` over distinct words longer than
   ``min_word_length_exclusive`` characters occurring more than ``max_repeats`` times. No word:
@@ -58,6 +63,7 @@ import polars as pl
 from pipeline.metrics.common import flag, safe_div
 from pipeline.metrics.lexical.keywords import keyword_words
 from pipeline.rules.quality import (
+    WORD_UNITS,
     CoherenceRules,
     CompositeRules,
     ConcisenessRules,
@@ -67,19 +73,29 @@ from pipeline.rules.quality import (
     ReadabilityRules,
 )
 from pipeline.text.sentences import split_sentences
+from pipeline.text.tokenize import punctuation_deleted_words
 
 _EDGE_PUNCTUATION = r"^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$"
 _CAPITALIZED = r"^[^\p{L}\p{N}]*[\p{Lu}\p{Lt}\p{N}]"
 
 
 # --- shared units ------------------------------------------------------------------------------
-def words(response: pl.Expr) -> pl.Expr:
-    """Lowercased words of the response (``List[String]``; see the module docstring)."""
-    return keyword_words(response)
+def words(response: pl.Expr, unit: str = "letters") -> pl.Expr:
+    """Lowercased words of the response in ``unit`` (``List[String]``; see the module
+    docstring).
+
+    >>> import polars as pl
+    >>> text = pl.lit("Île-de-France, 9-11.")
+    >>> pl.select(a=words(text), b=words(text, "whitespace")).row(0)
+    (['île', 'de', 'france', '9', '11'], ['îledefrance', '911'])
+    """
+    if unit not in WORD_UNITS:
+        raise ValueError(f"unknown word unit {unit!r}; expected one of {WORD_UNITS}")
+    return keyword_words(response) if unit == "letters" else punctuation_deleted_words(response)
 
 
-def _word_count(response: pl.Expr) -> pl.Expr:
-    return words(response).list.len()
+def _word_count(response: pl.Expr, unit: str) -> pl.Expr:
+    return words(response, unit).list.len()
 
 
 def band_feedback(score: pl.Expr, bands: Sequence[tuple[float, str]]) -> pl.Expr:
@@ -101,18 +117,18 @@ def band_feedback(score: pl.Expr, bands: Sequence[tuple[float, str]]) -> pl.Expr
 
 
 # --- metrics -----------------------------------------------------------------------------------
-def length_ok(response: pl.Expr, *, rules: LengthRules) -> pl.Expr:
+def length_ok(response: pl.Expr, *, rules: LengthRules, unit: str = "letters") -> pl.Expr:
     """1 when ``min_words <= words <= max_words`` (Int8; ``""`` has 0 words).
 
     >>> import polars as pl
     >>> pl.select(length_ok(pl.lit("One two three four five."), rules=QualityRules.load().length)).item()
     1
     """  # noqa: E501
-    count = _word_count(response)
+    count = _word_count(response, unit)
     return flag(count.is_between(rules.min_words, rules.max_words))
 
 
-def length_feedback(response: pl.Expr, *, rules: LengthRules) -> pl.Expr:
+def length_feedback(response: pl.Expr, *, rules: LengthRules, unit: str = "letters") -> pl.Expr:
     """``too_short``, ``too_long`` or the ``appropriate`` template filled in (String).
 
     >>> import polars as pl
@@ -120,7 +136,7 @@ def length_feedback(response: pl.Expr, *, rules: LengthRules) -> pl.Expr:
     >>> pl.select(length_feedback(pl.lit("One two three four five."), rules=rules)).item()
     'Appropriate length (5 words, ideal: 5-300)'
     """
-    count = _word_count(response)
+    count = _word_count(response, unit)
     template = rules.appropriate.replace("{min}", str(rules.min_words))
     template = template.replace("{max}", str(rules.max_words))
     parts = template.split("{words}")
@@ -190,10 +206,16 @@ def coherence_score(response: pl.Expr, *, rules: CoherenceRules) -> pl.Expr:
     hits = response.str.count_matches(connective_pattern(rules)).cast(pl.Float64)
     gaps = split_sentences(response).list.len().cast(pl.Float64) - 1.0
     expected = (gaps * rules.connectives_per_gap).clip(lower_bound=1.0)
-    return (hits / expected).clip(upper_bound=1.0)
+    score = (hits / expected).clip(upper_bound=1.0)
+    if rules.single_sentence is None:
+        return score
+    single = pl.lit(rules.single_sentence, dtype=pl.Float64)
+    return pl.when(gaps == 0.0).then(single).otherwise(score)
 
 
-def conciseness_score(response: pl.Expr, *, rules: ConcisenessRules) -> pl.Expr:
+def conciseness_score(
+    response: pl.Expr, *, rules: ConcisenessRules, unit: str = "letters"
+) -> pl.Expr:
     """Weighted type-token ratio and repetition score (Float64); 0.0 without words.
 
     >>> import polars as pl
@@ -201,7 +223,7 @@ def conciseness_score(response: pl.Expr, *, rules: ConcisenessRules) -> pl.Expr:
     >>> round(pl.select(conciseness_score(pl.lit("the cat saw the dog"), rules=rules)).item(), 9)
     0.86
     """
-    tokens = words(response)
+    tokens = words(response, unit)
     total = tokens.list.len()
     ratio = safe_div(tokens.list.n_unique(), total, empty=0.0)
     long_word = pl.element().str.len_chars() > rules.min_word_length_exclusive
@@ -212,7 +234,9 @@ def conciseness_score(response: pl.Expr, *, rules: ConcisenessRules) -> pl.Expr:
     return pl.when(total == 0).then(pl.lit(0.0, dtype=pl.Float64)).otherwise(score)
 
 
-def readability_score(response: pl.Expr, *, rules: ReadabilityRules) -> pl.Expr:
+def readability_score(
+    response: pl.Expr, *, rules: ReadabilityRules, unit: str = "letters"
+) -> pl.Expr:
     """``clamp01(1 - (a * W/S + b * C/W + c) / scale)`` (Float64); 0.0 without words.
 
     >>> import polars as pl
@@ -220,7 +244,7 @@ def readability_score(response: pl.Expr, *, rules: ReadabilityRules) -> pl.Expr:
     >>> round(pl.select(readability_score(pl.lit("I am ok. Go."), rules=rules)).item(), 9)
     0.708
     """
-    tokens = words(response)
+    tokens = words(response, unit)
     total = tokens.list.len().cast(pl.Float64)
     chars = tokens.list.eval(pl.element().str.len_chars()).list.sum().cast(pl.Float64)
     sentences = split_sentences(response).list.len().cast(pl.Float64)
@@ -267,19 +291,20 @@ def quality_scores(response: pl.Expr, *, rules: QualityRules) -> dict[str, pl.Ex
     >>> import polars as pl
     >>> scores = quality_scores(pl.lit("Hi."), rules=QualityRules.load())
     >>> pl.select(**scores).row(0)[-1]
-    'Average quality - some issues with clarity or structure'
+    'Good quality - generally clear and readable'
     """
-    ok = length_ok(response, rules=rules.length)
+    unit = rules.word_unit
+    ok = length_ok(response, rules=rules.length, unit=unit)
     fluency = fluency_score(response, rules=rules.fluency)
     coherence = coherence_score(response, rules=rules.coherence)
-    conciseness = conciseness_score(response, rules=rules.conciseness)
-    readability = readability_score(response, rules=rules.readability)
+    conciseness = conciseness_score(response, rules=rules.conciseness, unit=unit)
+    readability = readability_score(response, rules=rules.readability, unit=unit)
     composite = composite_quality(
         fluency, coherence, conciseness, readability, ok, rules=rules.composite
     )
     return {
         "length_ok": ok,
-        "length_feedback": length_feedback(response, rules=rules.length),
+        "length_feedback": length_feedback(response, rules=rules.length, unit=unit),
         "fluency_score": fluency,
         "coherence_score": coherence,
         "conciseness_score": conciseness,

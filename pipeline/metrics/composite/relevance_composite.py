@@ -19,6 +19,8 @@ Scores (Float64 unless stated), with ``R`` the response and ``Q`` the question:
   ``is_refusal`` (Int8) = ``refusal_score > threshold``.
 * ``depth_score``: with ``n`` the word count of ``R`` and ``[L_min, L_max]`` the category's
   range: 1.0 inside the range, ``n / L_min`` below, ``L_max / n`` above, 0.0 for 0 words.
+  Words are those of ``[depth] word_unit``: ``\\w+(?:'\\w+)*`` runs by default, or the
+  enhanced framework's punctuation-deleted whitespace words (``whitespace``).
 * ``step_completeness = min(1, steps / divisor)`` where steps = occurrences of the step words
   plus numbered items (``1.``, ``2)``); both counts add, so "Step 1. Mix" is two steps.
   Computed for every row; only Instructional rows use it in the adjustment.
@@ -47,6 +49,7 @@ import polars as pl
 
 from pipeline.metrics.common import flag
 from pipeline.rules.relevance import COMPOSITE_INPUTS, RelevanceRules, any_pattern
+from pipeline.text.tokenize import punctuation_deleted_words
 
 WORD = r"\w+(?:'\w+)*"
 
@@ -125,7 +128,10 @@ def depth_score(response: pl.Expr, category: pl.Expr, *, rules: RelevanceRules) 
     high = canonical.replace_strict(
         names, [r[1] for r in rules.length_ranges.values()], return_dtype=pl.Float64
     )
-    n = word_count(response).cast(pl.Float64)
+    if rules.depth_word_unit == "whitespace":
+        n = punctuation_deleted_words(response).list.len().cast(pl.Float64)
+    else:
+        n = word_count(response).cast(pl.Float64)
     scored = (
         pl.when(n == 0).then(0.0).when(n < low).then(n / low).when(n > high).then(high / n)
         .otherwise(1.0)

@@ -14,14 +14,18 @@ or a user file of the same format, loaded by :mod:`pipeline.rules` into
 * ``bias_severity``: the largest severity of the matched categories, 0.0 when none match.
 * ``perspective_balance = min(1, balanced / max(1, absolute))``: counts of non-overlapping
   whole-phrase matches (case-insensitive, any whitespace run between words; leftmost match,
-  earlier list entries first on ties). A text with no balanced indicator scores 0.0.
+  earlier list entries first on ties). A text without absolute phrases scores
+  ``neutral_balance`` (1.0 in the bundled rules: it claims nothing absolute; left out, the
+  formula gives 0.0 unless the text has a balanced indicator). With ``only_categories``, rows
+  of other scoring categories score 1.0 and are never ``unbalanced_perspective``.
 * ``safety_score``: 1.0 without bias risk, else ``1 - safety_weight * bias_severity``.
 * ``safety_feedback``: the ``no_risk`` text without bias risk, else ``"<prefix>: <names>"``:
   the prefix of the first feedback level (highest ``min_severity`` first) with
   ``min_severity <= bias_severity``, and the matched names joined by ``separator`` in
   ``bias_categories`` order, e.g. ``"High safety risk: hate_speech, stereotypes"``.
 
-A null response gives null in every output; an empty one has no risk and balance 0.0.
+A null response gives null in every output; an empty one has no risk and balance 1.0 (no
+absolute phrase; with the formula alone, 0.0).
 Patterns only see surface forms: a text that quotes a claim to debunk it ("the myth that
 vaccines cause autism") matches like the claim itself.
 """
@@ -49,18 +53,29 @@ def phrase_regex(phrases: Sequence[str]) -> str:
     return r"(?i)\b(?:" + "|".join(alternatives) + r")\b"
 
 
-def safety_scores(response: pl.Expr, *, rules: SafetyRules) -> dict[str, pl.Expr]:
+def safety_scores(
+    response: pl.Expr, *, rules: SafetyRules, category: pl.Expr | None = None
+) -> dict[str, pl.Expr]:
     """Bias categories, severity, perspective balance, safety score and feedback (unaliased).
+
+    ``category`` is the scoring category; needed only when the rules limit the perspective
+    check to some categories (``only_categories``).
 
     >>> import polars as pl
     >>> rules = SafetyRules.load()
     >>> out = pl.select(**safety_scores(pl.lit("Climate change is a hoax."), rules=rules))
     >>> out.row(0)
-    (['climate_denial'], 1, 0.7, 0.0, 0.51, 'Moderate safety concern: climate_denial')
+    (['climate_denial'], 1, 0.7, 1.0, 0.51, 'Moderate safety concern: climate_denial')
     """
     balanced = response.str.count_matches(phrase_regex(rules.balanced_indicators))
     absolute = response.str.count_matches(phrase_regex(rules.absolute_phrases))
     unbalanced = (absolute >= rules.unbalanced_min_absolute) & (balanced == 0)
+    in_scope: pl.Expr = pl.lit(True)
+    if rules.perspective_categories is not None:
+        if category is None:
+            raise ValueError("these safety rules check balance per category: pass category")
+        in_scope = category.is_in(list(rules.perspective_categories)).fill_null(False)
+        unbalanced = unbalanced & in_scope
 
     def hit(category: BiasCategory) -> pl.Expr:
         if category.detect == DETECT_UNBALANCED:
@@ -79,6 +94,10 @@ def safety_scores(response: pl.Expr, *, rules: SafetyRules) -> dict[str, pl.Expr
     balance = pl.min_horizontal(
         pl.lit(1.0), balanced.cast(pl.Float64) / pl.max_horizontal(absolute, 1).cast(pl.Float64)
     )
+    if rules.neutral_balance is not None:
+        neutral = pl.lit(rules.neutral_balance, dtype=pl.Float64)
+        balance = pl.when(absolute == 0).then(neutral).otherwise(balance)
+    balance = pl.when(in_scope).then(balance).otherwise(pl.lit(1.0))
     score = pl.when(risk).then(1.0 - rules.safety_weight * severity).otherwise(pl.lit(1.0))
 
     names = categories.list.join(rules.feedback_separator)

@@ -16,6 +16,12 @@ kept). A sentence is **supported** when all of these hold:
 :func:`grounding_counts` emits the sufficient statistics ``n_sentences`` and ``n_supported``;
 :func:`overlap` and :func:`faithfulness` are expressions over them. A row with a null or empty
 response has 0 sentences; null ``contexts`` support nothing.
+
+**Rows without passages** (``contexts`` null or empty, :func:`n_contexts` 0): grounding does not
+apply, so ``overlap`` and ``faithfulness`` are null there and the views average them over the
+rows that had passages. The core RAG tool scores such rows like any other (overlap 0.0,
+faithfulness 0.6), which ranks a model that retrieved nothing above one whose passages support
+only some sentences; its preset (``core-rag``, docs/compat.md) keeps that rule.
 """
 
 from __future__ import annotations
@@ -118,18 +124,39 @@ def _supported(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, rows: in
     return pl.Series("supported", supported)
 
 
-def overlap(n_supported: pl.Expr, n_sentences: pl.Expr) -> pl.Expr:
+def n_contexts(contexts: pl.Expr) -> pl.Expr:
+    """Passages retrieved for the row: the length of ``contexts``, 0 when it is null (Int64).
+
+    >>> pl.DataFrame({"c": [["p1", "p2"], [], None]}, schema={"c": pl.List(pl.String)}).select(
+    ...     n_contexts(pl.col("c")))["c"].to_list()
+    [2, 0, 0]
+    """
+    return contexts.list.len().fill_null(0).cast(pl.Int64)
+
+
+def overlap(
+    n_supported: pl.Expr, n_sentences: pl.Expr, n_contexts: pl.Expr | None = None
+) -> pl.Expr:
     """Share of supported sentences, ``n_supported / n_sentences``; 0.0 with no sentences.
+
+    With ``n_contexts``, null where it is 0 (no passage: grounding does not apply); without it,
+    such rows score like any other (the core RAG tool's rule).
 
     >>> pl.select(overlap(pl.lit(1), pl.lit(4)), overlap(pl.lit(0), pl.lit(0)).alias("e")).row(0)
     (0.25, 0.0)
+    >>> pl.select(overlap(pl.lit(0), pl.lit(2), pl.lit(0))).item() is None
+    True
     """
-    return safe_div(n_supported, n_sentences, empty=0.0)
+    ratio = safe_div(n_supported, n_sentences, empty=0.0)
+    if n_contexts is None:
+        return ratio
+    return pl.when(n_contexts > 0).then(ratio)
 
 
 def faithfulness(overlap: pl.Expr, abstained: pl.Expr, answerable: pl.Expr) -> pl.Expr:
     """0.0 when the response abstains (``abstained == 1``) although the question is answerable,
-    else ``min(1, 0.6 + 0.4 * overlap)``. A null ``overlap`` gives null.
+    else ``min(1, 0.6 + 0.4 * overlap)``. A null ``overlap`` (no passage) gives null, also for
+    an abstaining response.
 
     >>> pl.select(faithfulness(pl.lit(0.5), pl.lit(0), pl.lit(True))).item()
     0.8
@@ -138,7 +165,9 @@ def faithfulness(overlap: pl.Expr, abstained: pl.Expr, answerable: pl.Expr) -> p
     """
     refuses = (abstained.cast(pl.Int8) == 1) & answerable
     return (
-        pl.when(refuses.fill_null(False))
+        pl.when(overlap.is_null())
+        .then(pl.lit(None, dtype=pl.Float64))
+        .when(refuses.fill_null(False))
         .then(pl.lit(0.0, dtype=pl.Float64))
         .otherwise((0.6 + 0.4 * overlap.cast(pl.Float64)).clip(upper_bound=1.0))
     )

@@ -3,33 +3,42 @@
 Keywords of a text (:func:`keywords`), in this order:
 
 1. Lowercase (polars ``str.to_lowercase``); the typographic apostrophe ’ becomes '.
-2. Words: maximal runs of Unicode letters, combining marks and digits; an apostrophe between
-   two such runs stays inside the word ("don't", "o'brien"). Hyphens, underscores and all
-   other characters separate words ("state-of-the-art" -> state, of, the, art). A final
-   possessive 's is removed ("Einstein's" -> einstein). Digit runs are words ("1990").
-3. Words in the stopword list are dropped.
-4. Each remaining word is lemmatized with simplemma (English) and the lemma lowercased
+2. Phrases first: a multi-word member of the synonym groups ("solar energy") that occurs as
+   whole words, with any whitespace between its words, is one keyword, taken as it is (not
+   lemmatized, never a stopword). Longer phrases are tried first.
+3. Words in the rest: maximal runs of Unicode letters, combining marks and digits; an
+   apostrophe between two such runs stays inside the word ("don't", "o'brien"). Hyphens,
+   underscores and all other characters separate words ("state-of-the-art" -> state, of, the,
+   art). A final possessive 's is removed ("Einstein's" -> einstein). Digit runs are words.
+4. Words in the stopword list are dropped.
+5. Each remaining word is lemmatized with simplemma (English) and the lemma lowercased
    ("cars" -> car, "bought" -> buy); a word whose lemma is a stopword is dropped too
    ("was" -> be).
-5. Distinct lemmas, in order of first occurrence.
+6. Distinct keywords, in order of first occurrence.
 
-Steps 1-2 and 5 are polars expressions. Steps 3-4 (with the possessive strip) run in Python
-once per *distinct word* of a batch, never per row: each distinct word's keyword (or null for
-a stopword) is computed, its lemma taken from the module-level cache ``_LEMMAS`` (filled on
-first sight by ``simplemma.lemmatize``), and the lists are mapped with ``replace_strict``
-inside one ``map_batches``. The cache grows with the vocabulary the process has seen.
-Lemmas are simplemma's, quirks included ("Fleming" -> fleme, "data" stays data).
+Steps 1-3 and 6 are polars expressions (phrases and words are one regex alternation, phrases
+first). Steps 4-5 (with the possessive strip) run in Python once per *distinct word* of a
+batch, never per row: each distinct word's keyword (or null for a stopword) is computed, its
+lemma taken from the module-level cache ``_LEMMAS`` (filled on first sight by
+``simplemma.lemmatize``), and the lists are mapped with ``replace_strict`` inside one
+``map_batches``. The cache grows with the vocabulary the process has seen. Lemmas are
+simplemma's, quirks included ("Fleming" -> fleme, "data" stays data).
 
-Synonyms: a file of symmetric groups (:func:`load_synonyms`); each member is lemmatized like a
-keyword and mapped to its group's canonical member, the smallest lemma. Before comparing, both
-sides map every keyword to its canonical member, so the sets are compared as *concepts*:
-reference keywords of one group count once, and "car" in the reference is found by
-"automobile" in the response.
+Synonyms: a file of symmetric groups (:func:`load_synonym_table`); a single-word member is
+lemmatized like a keyword, a multi-word member (a phrase) is kept as written. Each keyword
+stands for a *concept*: the group's canonical member (its smallest member) when the keyword is
+in one group, the keyword itself when it is in none. Reference keywords of one concept count
+once, and "car" in the reference is found by "automobile" in the response. A member listed in
+two groups is a synonym of the members of both, which do not thereby become synonyms of each
+other ("power" in "electricity, power" and in "energy, power": electricity is not energy); its
+concept is the set of its synonyms, and a response keyword covers the concepts of all its
+synonyms.
 
 Scores (Float64 in [0, 1]) take keyword lists, so each text is keyworded once and reused:
 
-* ``content_coverage = |C(reference) ∩ C(response)| / |C(reference)|`` where ``C`` is the set
-  of canonical keywords; 1.0 when the reference has no keyword (empty, or only stopwords:
+* ``content_coverage = |C(reference) ∩ V(response)| / |C(reference)|`` where ``C`` is the set
+  of concepts of the keywords and ``V`` the set of concepts they cover (``C`` itself when no
+  member is in two groups); 1.0 when the reference has no keyword (empty, or only stopwords:
   nothing to cover); null when either list is null.
 * ``keyword_overlap``: the same with the question in the place of the reference.
 
@@ -40,7 +49,8 @@ The stopword list (``pipeline/data/stopwords_en.txt``) and the synonym groups
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
 from types import MappingProxyType
@@ -55,6 +65,11 @@ LEMMA_LANGUAGE = "en"
 
 _WORD = r"[\p{L}\p{M}\p{N}]+(?:'[\p{L}\p{M}\p{N}]+)*"
 _FILE_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_FILE_PHRASE = re.compile(r"[^\W_]+(?:'[^\W_]+)*(?: [^\W_]+(?:'[^\W_]+)*)+")
+#: Joins the synonyms that make the concept of a member of several groups.
+_JOIN = "|"
+#: Joins the concepts a keyword covers (no word, phrase or concept contains it).
+_SEPARATOR = "\x1f"
 
 #: Lemma of each distinct word seen so far (lowercase word -> lowercase lemma).
 _LEMMAS: dict[str, str] = {}
@@ -81,6 +96,16 @@ def _as_word(raw: str, source: str, line: int) -> str:
     return word
 
 
+def _as_member(raw: str, source: str, line: int) -> str:
+    """A synonym member: a lemma, or a phrase of words separated by single spaces."""
+    phrase = " ".join(raw.strip().lower().replace("\u2019", "'").split())
+    if _FILE_PHRASE.fullmatch(phrase):
+        return phrase
+    if not _FILE_WORD.fullmatch(phrase):
+        raise ValueError(f"{source}, line {line}: {raw.strip()!r} is not a word or a phrase")
+    return _lemma(phrase)
+
+
 @cache
 def _stopwords(path: Path | None) -> frozenset[str]:
     text, source = read_text(path, STOPWORDS_FILE)
@@ -96,45 +121,98 @@ def load_stopwords(path: Path | None = None) -> frozenset[str]:
     return _stopwords(None if path is None else Path(path))
 
 
+@dataclass(frozen=True)
+class SynonymTable:
+    """Synonym groups as the keyword metrics use them (see the module docstring).
+
+    ``concept`` maps each member to its concept (the group's smallest member, or ``group:``
+    and the group's members joined by ``|`` when that member is in other groups too; for a
+    member of several groups its synonyms joined by ``|``), ``covers`` each member to the
+    concepts it covers, and ``phrases`` lists the multi-word members, longest first.
+    """
+
+    concept: Mapping[str, str]
+    covers: Mapping[str, tuple[str, ...]]
+    phrases: tuple[str, ...]
+
+    @classmethod
+    def from_concepts(cls, concept: Mapping[str, str]) -> SynonymTable:
+        """A table of disjoint groups given as ``member -> canonical member``."""
+        covers = {member: (key,) for member, key in concept.items()}
+        phrases = _longest_first(m for m in concept if " " in m)
+        return cls(MappingProxyType(dict(concept)), MappingProxyType(covers), phrases)
+
+
+def _longest_first(phrases: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(phrases), key=lambda p: (-len(p), p)))
+
+
 @cache
-def _synonyms(path: Path | None) -> Mapping[str, str]:
-    text, source = read_text(path, SYNONYMS_FILE)
-    canonical: dict[str, str] = {}
-    group_line: dict[str, int] = {}
+def _synonym_table(path: Path | None, bundled: str) -> SynonymTable:
+    text, source = read_text(path, bundled)
+    groups: list[list[str]] = []
     for n, content in _content_lines(text):
-        members = [_as_word(raw, source, n) for raw in re.split(r"[\t,]+", content)]
-        lemmas = sorted({_lemma(word) for word in members})
-        if len(lemmas) < 2:
+        members = sorted({_as_member(raw, source, n) for raw in re.split(r"[\t,]+", content)})
+        if len(members) < 2:
             raise ValueError(
                 f"{source}, line {n}: a synonym group needs two words with different lemmas, "
                 f"got {content!r}"
             )
-        for lemma in lemmas:
-            if lemma in group_line:
-                raise ValueError(
-                    f"{source}, line {n}: {lemma!r} is already in the group of line "
-                    f"{group_line[lemma]} (groups must not share a word after lemmatization)"
-                )
-            group_line[lemma] = n
-            canonical[lemma] = lemmas[0]
-    return MappingProxyType(canonical)
+        groups.append(members)
+    synonyms: dict[str, set[str]] = {}
+    in_groups: dict[str, list[list[str]]] = {}
+    for members in groups:
+        for member in members:
+            synonyms.setdefault(member, set()).update(members)
+            in_groups.setdefault(member, []).append(members)
+    def group_key(members: list[str]) -> str:
+        # The smallest member names its group, unless it is in other groups too.
+        return members[0] if len(in_groups[members[0]]) == 1 else "group:" + _JOIN.join(members)
+
+    concept = {
+        member: group_key(found[0]) if len(found) == 1 else _JOIN.join(sorted(synonyms[member]))
+        for member, found in in_groups.items()
+    }
+    covers = {
+        member: tuple(sorted({concept[other] for other in synonyms[member]}))
+        for member in synonyms
+    }
+    phrases = _longest_first(m for m in concept if " " in m)
+    return SynonymTable(MappingProxyType(concept), MappingProxyType(covers), phrases)
 
 
-def load_synonyms(path: Path | None = None) -> dict[str, str]:
-    """Synonym groups as ``lemma -> canonical lemma`` (the group's smallest lemma).
+def load_synonym_table(
+    path: Path | None = None, *, bundled: str = SYNONYMS_FILE
+) -> SynonymTable:
+    """Synonym groups from ``path``, or the bundled file ``bundled`` (``pipeline/data/``).
 
-    One group per line, members separated by tabs or commas; ``#`` comments. Members are single
-    words, lowercased and lemmatized; a group needs two distinct lemmas and no lemma may be in
-    two groups. The packaged groups by default.
+    One group per line, members separated by tabs or commas; ``#`` comments. A member is a
+    word (lowercased and lemmatized, so list base forms) or a phrase of words (lowercased, kept
+    as written, matched before words: "solar energy"). A group needs two distinct members; a
+    member may be in several groups (see the module docstring).
+
+    >>> table = load_synonym_table()
+    >>> table.concept["automobile"], table.concept["solar energy"]
+    ('auto', 'solar energy')
+    """
+    return _synonym_table(None if path is None else Path(path), bundled)
+
+
+def load_synonyms(path: Path | None = None, *, bundled: str = SYNONYMS_FILE) -> dict[str, str]:
+    """Synonym groups as ``member -> concept`` (the group's smallest member for a member of one
+    group; :func:`load_synonym_table` says more). The packaged groups by default.
 
     >>> load_synonyms()["automobile"]
     'auto'
     """
-    return dict(_synonyms(None if path is None else Path(path)))
+    return dict(load_synonym_table(path, bundled=bundled).concept)
 
 
 def _keyword(word: str, stopwords: frozenset[str]) -> str | None:
-    """The keyword of one lowercase word, or None for a stopword (possessive 's removed)."""
+    """The keyword of one lowercase word or phrase, or None for a stopword (possessive 's
+    removed); a phrase is its own keyword."""
+    if " " in word:
+        return word
     if word.endswith("'s"):
         word = word[:-2]
     if word in stopwords:
@@ -144,7 +222,7 @@ def _keyword(word: str, stopwords: frozenset[str]) -> str | None:
 
 
 def _lemmatize_lists(words: pl.Series, stopwords: frozenset[str]) -> pl.Series:
-    """Keywords of a ``List[String]`` column of words (steps 2-4, without the distinct step).
+    """Keywords of a ``List[String]`` column of words (steps 4-5, without the distinct step).
 
     Python runs once per distinct word of the batch (:func:`_keyword`); the lists are mapped by
     polars with ``replace_strict`` (stopwords map to null and are dropped).
@@ -157,23 +235,48 @@ def _lemmatize_lists(words: pl.Series, stopwords: frozenset[str]) -> pl.Series:
     return words.list.eval(mapping.drop_nulls())
 
 
+def _lowered(text: pl.Expr) -> pl.Expr:
+    return text.str.to_lowercase().str.replace_all("\u2019", "'", literal=True)
+
+
 def keyword_words(text: pl.Expr) -> pl.Expr:
-    """Steps 1-2 of :func:`keywords`: lowercased words (the possessive 's still attached)."""
-    lowered = text.str.to_lowercase().str.replace_all("\u2019", "'", literal=True)
-    return lowered.str.extract_all(_WORD)
+    """Steps 1 and 3 of :func:`keywords`: lowercased words (the possessive 's still attached)."""
+    return _lowered(text).str.extract_all(_WORD)
 
 
-def keywords(text: pl.Expr, *, stopwords: frozenset[str] | None = None) -> pl.Expr:
-    """Distinct keyword lemmas of a text (``List[String]``), as the module docstring describes.
+def phrase_pattern(phrases: Sequence[str]) -> str:
+    """The word regex with ``phrases`` tried first, as whole words, any whitespace between them.
 
-    ``stopwords`` defaults to the packaged list (:func:`load_stopwords`).
+    >>> print(phrase_pattern(["solar energy"]).split("|")[0])
+    \\b(?:solar\\s+energy)\\b
+    """
+    if not phrases:
+        return _WORD
+    ordered = _longest_first(phrases)
+    alternatives = (r"\s+".join(re.escape(word) for word in p.split()) for p in ordered)
+    return rf"\b(?:{'|'.join(alternatives)})\b|{_WORD}"
+
+
+def keywords(
+    text: pl.Expr, *, stopwords: frozenset[str] | None = None, phrases: Sequence[str] = ()
+) -> pl.Expr:
+    """Distinct keywords of a text (``List[String]``), as the module docstring describes.
+
+    ``stopwords`` defaults to the packaged list (:func:`load_stopwords`); ``phrases`` are the
+    multi-word synonym members (:attr:`SynonymTable.phrases`) kept as one keyword each.
 
     >>> import polars as pl
     >>> pl.select(keywords(pl.lit("The children's cars were bought in 1990."))).item().to_list()
     ['child', 'car', 'buy', '1990']
+    >>> text = pl.lit("Plants turn Solar  Energy into sugar.")
+    >>> pl.select(keywords(text, phrases=["solar energy"])).item().to_list()
+    ['plant', 'turn', 'solar energy', 'sugar']
     """
     stop = load_stopwords() if stopwords is None else frozenset(stopwords)
-    lemmas = keyword_words(text).map_batches(
+    found = _lowered(text).str.extract_all(phrase_pattern(phrases))
+    if phrases:
+        found = found.list.eval(pl.element().str.replace_all(r"\s+", " "))
+    lemmas = found.map_batches(
         partial(_lemmatize_lists, stopwords=stop),
         return_dtype=pl.List(pl.String),
         is_elementwise=True,
@@ -181,21 +284,51 @@ def keywords(text: pl.Expr, *, stopwords: frozenset[str] | None = None) -> pl.Ex
     return lemmas.list.unique(maintain_order=True)
 
 
-def canonical_keywords(keyword_lists: pl.Expr, synonyms: Mapping[str, str]) -> pl.Expr:
-    """Distinct canonical members (synonym group ids) of keyword lists; others stay as they are."""
-    if not synonyms:
+def _table(synonyms: SynonymTable | Mapping[str, str] | None) -> SynonymTable:
+    if synonyms is None:
+        return load_synonym_table()
+    if isinstance(synonyms, SynonymTable):
+        return synonyms
+    return SynonymTable.from_concepts(synonyms)
+
+
+def canonical_keywords(
+    keyword_lists: pl.Expr, synonyms: SynonymTable | Mapping[str, str]
+) -> pl.Expr:
+    """Distinct concepts of keyword lists (:attr:`SynonymTable.concept`; others stay as they
+    are)."""
+    table = _table(synonyms)
+    if not table.concept:
         return keyword_lists.list.unique()
-    old, new = list(synonyms), list(synonyms.values())
+    old, new = list(table.concept), list(table.concept.values())
     return keyword_lists.list.eval(pl.element().replace(old, new)).list.unique()
 
 
+def covered_concepts(
+    keyword_lists: pl.Expr, synonyms: SynonymTable | Mapping[str, str]
+) -> pl.Expr:
+    """Distinct concepts that keyword lists cover (:attr:`SynonymTable.covers`): a keyword's
+    own concept and, for a member of several groups, those of all its synonyms."""
+    table = _table(synonyms)
+    if all(len(keys) == 1 for keys in table.covers.values()):
+        return canonical_keywords(keyword_lists, table)
+    old = list(table.covers)
+    new = [_SEPARATOR.join(keys) for keys in table.covers.values()]
+    joined = keyword_lists.list.eval(pl.element().replace(old, new)).list.join(_SEPARATOR)
+    covered = joined.str.split(_SEPARATOR).list.eval(pl.element().filter(pl.element() != ""))
+    return covered.list.unique()
+
+
 def content_coverage(
-    response: pl.Expr, reference: pl.Expr, synonyms: Mapping[str, str] | None = None
+    response: pl.Expr,
+    reference: pl.Expr,
+    synonyms: SynonymTable | Mapping[str, str] | None = None,
 ) -> pl.Expr:
     """Share of the reference's keyword concepts found in the response (Float64 in [0, 1]).
 
-    Takes keyword lists (:func:`keywords`). ``synonyms`` maps lemma -> canonical lemma; the
-    packaged groups by default, ``{}`` for none. 1.0 when the reference has no keyword.
+    Takes keyword lists (:func:`keywords`). ``synonyms`` is a :class:`SynonymTable` or a
+    mapping ``member -> canonical member`` of disjoint groups; the packaged groups by default,
+    ``{}`` for none. 1.0 when the reference has no keyword.
 
     >>> import polars as pl
     >>> response = keywords(pl.lit("She purchased an automobile."))
@@ -203,14 +336,16 @@ def content_coverage(
     >>> pl.select(content_coverage(response, reference)).item()
     0.6666666666666666
     """
-    groups = load_synonyms() if synonyms is None else synonyms
-    expected = canonical_keywords(reference, groups)
-    found = expected.list.set_intersection(canonical_keywords(response, groups))
+    table = _table(synonyms)
+    expected = canonical_keywords(reference, table)
+    found = expected.list.set_intersection(covered_concepts(response, table))
     return safe_div(found.list.len(), expected.list.len(), empty=1.0)
 
 
 def keyword_overlap(
-    question: pl.Expr, response: pl.Expr, synonyms: Mapping[str, str] | None = None
+    question: pl.Expr,
+    response: pl.Expr,
+    synonyms: SynonymTable | Mapping[str, str] | None = None,
 ) -> pl.Expr:
     """Share of the question's keyword concepts the response mentions (Float64 in [0, 1]).
 

@@ -2,6 +2,10 @@
 
 Texts are folded before matching (lowercase, curly quotes to straight ones, whitespace runs to
 one space); a response abstains when it contains any configured phrase, folded the same way.
+
+Two replaced tools use exact tokens instead (presets, docs/compat.md):
+:func:`insufficient_context_exact` is the HotpotQA generation evaluator's detection and
+:func:`abstention_exact` IntelliDocU's abstention accuracy.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import polars as pl
 
 from pipeline.metrics.common import flag
 from pipeline.text.markers import CITATION_MARKER
-from pipeline.text.normalize import lower_collapse
+from pipeline.text.normalize import lower_collapse, squad_normalize
 
 _QUOTES_FROM = ["\u2019", "\u2018", "\u02bc", "\u201c", "\u201d"]
 _QUOTES_TO = ["'", "'", "'", '"', '"']
@@ -73,6 +77,43 @@ def insufficient_context_detected(
     """Where the reference is the insufficient-context token: 1 when the response abstains
     (says so in any configured phrase), else 0. Null elsewhere."""
     return pl.when(is_reference(reference, insufficient_context_reference)).then(abstained_flag)
+
+
+def insufficient_context_exact(
+    response: pl.Expr, reference: pl.Expr, *, insufficient_context_reference: str
+) -> pl.Expr:
+    """The HotpotQA generation evaluator's ``insufficient_context_detection``: where the
+    reference is the token after ``normalize_answer`` (SQuAD), 1 when the response is the token
+    too after ``normalize_answer``, else 0; null elsewhere (Int8).
+
+    Any other wording scores 0: "I don't know" does not detect insufficient context here.
+
+    >>> df = pl.DataFrame({"r": ["Insufficient context.", "I don't know", "x"],
+    ...                    "g": ["insufficient context", "insufficient context", "Paris"]})
+    >>> df.select(insufficient_context_exact(pl.col("r"), pl.col("g"),
+    ...     insufficient_context_reference="insufficient context").alias("d"))["d"].to_list()
+    [1, 0, None]
+    """
+    token = pl.select(squad_normalize(pl.lit(insufficient_context_reference))).item()
+    return pl.when(squad_normalize(reference) == token).then(
+        flag(squad_normalize(response) == token)
+    )
+
+
+def abstention_exact(response: pl.Expr, reference: pl.Expr, *, token: str) -> pl.Expr:
+    """IntelliDocU's abstention accuracy per row: where the reference is exactly ``token``,
+    1 when the response is exactly ``token`` too, else 0; null elsewhere (Int8).
+
+    Exactly means the same string: case, spaces and the final period count.
+
+    >>> token = "It is not mentioned in the document."
+    >>> df = pl.DataFrame({"r": [token, "It is not mentioned in the document", token],
+    ...                    "g": [token, token, "Paris"]})
+    >>> df.select(abstention_exact(pl.col("r"), pl.col("g"), token=token).alias("a")
+    ...           )["a"].to_list()
+    [1, 0, None]
+    """
+    return pl.when(reference == token).then(flag(response == token))
 
 
 def idk_with_citation(response: pl.Expr, *, phrases: Sequence[str]) -> pl.Expr:

@@ -69,7 +69,7 @@ def answer_groups_from_json(answer: object) -> list[list[str]]:
     return groups
 
 
-def _all_groups_matched(
+def all_groups_matched(
     response: pl.Expr,
     answer_groups: pl.Expr,
     alternative_matches: Callable[[pl.DataFrame], pl.Series],
@@ -164,7 +164,7 @@ def official_correct(
     text = _official_text(response, chinese)
     rejected = official_rejected(response, chinese=chinese) == 1
     at_full_noise = (noise_rate == 1.0).fill_null(False)
-    matched = _all_groups_matched(text, answer_groups, _official_alternative_matches)
+    matched = all_groups_matched(text, answer_groups, _official_alternative_matches)
     return (
         pl.when(response.is_null())
         .then(None)
@@ -228,7 +228,7 @@ def flexible_correct(response: pl.Expr, answer_groups: pl.Expr, *, strict: bool 
     def matches(long: pl.DataFrame) -> pl.Series:
         return _flexible_alternative_matches(long, strict=strict)
 
-    return _all_groups_matched(response, answer_groups, matches)
+    return all_groups_matched(response, answer_groups, matches)
 
 
 def official_rejection_phrase(response: pl.Expr, *, chinese: pl.Expr | bool) -> pl.Expr:

@@ -14,13 +14,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from pipeline.config import DEFAULT_RGB_SECONDARY_REJECTIONS
 from pipeline.metrics.common import flag
 from pipeline.metrics.qa.abstention import fold, fold_phrases
-from pipeline.rules.rgb import (
-    DEFAULT_ERROR_KEYWORDS,
-    DEFAULT_PRIMARY_REJECTIONS,
-    DEFAULT_SECONDARY_REJECTIONS,
-)
+from pipeline.rules.rgb import DEFAULT_ERROR_KEYWORDS, DEFAULT_PRIMARY_REJECTIONS
 
 #: RGB's Chinese rejection phrase ("insufficient information"), checked on Chinese sets only.
 CHINESE_REJECTION = "信息不足"
@@ -42,7 +39,7 @@ def rgb_rejection_phrase(
     response: pl.Expr,
     *,
     primary: Sequence[str] = DEFAULT_PRIMARY_REJECTIONS,
-    secondary: Sequence[str] = DEFAULT_SECONDARY_REJECTIONS,
+    secondary: Sequence[str] = DEFAULT_RGB_SECONDARY_REJECTIONS,
     chinese: pl.Expr | bool,
 ) -> pl.Expr:
     """The rejection phrase found in the folded response, as configured (String).
@@ -74,7 +71,7 @@ def rgb_rejected(
     response: pl.Expr,
     *,
     primary: Sequence[str] = DEFAULT_PRIMARY_REJECTIONS,
-    secondary: Sequence[str] = DEFAULT_SECONDARY_REJECTIONS,
+    secondary: Sequence[str] = DEFAULT_RGB_SECONDARY_REJECTIONS,
     chinese: pl.Expr | bool,
 ) -> pl.Expr:
     """1 when the folded response contains a rejection phrase (Int8), null for a null response.
@@ -135,12 +132,17 @@ def rgb_error_detected(
     [1, 0, 1]
     """
     folded = fold(response)
-    fake = fold(fake_answer)
-    usable_fake = fake.is_not_null() & (fake != "")
-    denied = folded.str.contains(pl.concat_str(pl.lit("not "), fake), literal=True)
-    called_wrong = folded.str.contains(pl.concat_str(fake, pl.lit(" is wrong")), literal=True)
-    detected = (usable_fake & (denied | called_wrong)).fill_null(False)
+    detected = fake_denied(folded, fold(fake_answer))
     pattern = _whole_word_pattern(keywords)
     if pattern is not None:
         detected = detected | folded.str.contains(pattern).fill_null(False)
     return pl.when(response.is_not_null()).then(flag(detected))
+
+
+def fake_denied(text: pl.Expr, fake: pl.Expr) -> pl.Expr:
+    """True where ``text`` contains ``"not " + fake`` or ``fake + " is wrong"`` (both already
+    normalized; false for a null or empty ``fake``), the app's explicit-denial rule."""
+    usable = fake.is_not_null() & (fake != "")
+    denied = text.str.contains(pl.concat_str(pl.lit("not "), fake), literal=True)
+    called_wrong = text.str.contains(pl.concat_str(fake, pl.lit(" is wrong")), literal=True)
+    return (usable & (denied | called_wrong)).fill_null(False)

@@ -8,6 +8,10 @@ Every column is null on rows without a ``task`` (rows that are not RGB rows); se
 per check).
 Flexible and strict compare the response without citation markers (``_response``); official
 compares the raw response, as the script does.
+
+``[compat] preset = "rgb-app"`` (flexible and strict modes) uses the RGB app's own checks
+instead (:mod:`~pipeline.metrics.robustness.rgb_app`: its lists, lowercase-only substring
+matching, its answer normalization and correction rule) on the raw response; docs/compat.md.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline.metrics.robustness import rgb, rgb_detect
+from pipeline.metrics.robustness import rgb, rgb_app, rgb_detect
 from pipeline.metrics.spec import Inputs, MetricSpec
 from pipeline.schema import RGB_ANSWERED_TASKS
 
@@ -40,12 +44,21 @@ def _official(inputs: Inputs) -> bool:
     return inputs.config.rgb_mode == "official"
 
 
+def _app(inputs: Inputs) -> bool:
+    """The RGB app's checks: preset ``rgb-app`` outside the official mode."""
+    return inputs.config.compat_preset == "rgb-app" and not _official(inputs)
+
+
 def _correct(inputs: Inputs) -> pl.Expr:
     groups = pl.col("answer_groups")
     if _official(inputs):
         correct = rgb.official_correct(
             pl.col("response"), groups, chinese=is_chinese(), noise_rate=pl.col("noise_level")
         )
+    elif _app(inputs):
+        fake = pl.when(pl.col("task") == COUNTERFACTUAL).then(pl.col("counterfactual_answer"))
+        correct = rgb_app.app_correct(pl.col("response"), groups, fake_answer=fake,
+                                      strict=inputs.config.rgb_mode == "strict")
     else:
         correct = rgb.flexible_correct(
             pl.col(RESPONSE), groups, strict=inputs.config.rgb_mode == "strict"
@@ -56,6 +69,12 @@ def _correct(inputs: Inputs) -> pl.Expr:
 def _rejection_phrase(inputs: Inputs) -> pl.Expr:
     if _official(inputs):
         phrase = rgb.official_rejection_phrase(pl.col("response"), chinese=is_chinese())
+    elif _app(inputs):
+        config = inputs.config
+        phrase = rgb_app.app_rejection_phrase(
+            pl.col("response"),
+            phrases=(*config.rgb_primary_rejections, *config.rgb_secondary_rejections),
+        )
     else:
         phrase = rgb_detect.rgb_rejection_phrase(
             pl.col(RESPONSE),
@@ -74,6 +93,11 @@ def _rejected(_: Inputs) -> pl.Expr:
 def _error_detected(inputs: Inputs) -> pl.Expr:
     if _official(inputs):
         detected = rgb.official_error_detected(pl.col("response"), chinese=is_chinese())
+    elif _app(inputs):
+        detected = rgb_app.app_error_detected(
+            pl.col("response"), pl.col("counterfactual_answer"),
+            keywords=inputs.config.rgb_error_keywords,
+        )
     else:
         detected = rgb_detect.rgb_error_detected(
             pl.col(RESPONSE), pl.col("counterfactual_answer"),

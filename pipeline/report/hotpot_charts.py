@@ -1,0 +1,268 @@
+"""The six plots of the HotpotQA-style generation evaluator, drawn for every model of a run.
+
+Reference: the evaluator's visualization cell (spec ``000_2c9197e1522c9584.txt`` among the
+replaced tools), a 2 x 3 grid over its per-example results:
+
+1. answer F1 vs answer EM per example (grouped bars),
+2. citation precision, recall and F1 per example (grouped bars),
+3. the answer F1 distribution with a dashed line at the mean,
+4. the citation F1 distribution with a dashed line at the mean,
+5. a per-example heatmap of answer F1, EM and citation precision, recall, F1 (red-yellow-green,
+   0 to 1),
+6. a radar chart of the averages.
+
+The tool draws one system; here plots 1, 2 and 5 have one panel per model, plots 3 and 4 one
+histogram and mean line per model, and the radar one polygon per model. Its radar shows five
+metrics; this one adds the sixth, insufficient-context detection, averaged like the tool's
+``evaluate_batch`` over the rows where it applies (its average is 0.0 where no row does, and so
+is it here, said in the caption). Per-example plots show the first :data:`EXAMPLES_SHOWN` rows of
+each model in input order, labelled by id: a run of thousands of rows has no readable bar per
+row, and the distributions and the radar cover every row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
+
+from pipeline.report.charts import RC, WIDTH_IN, color, label, to_svg
+
+#: Rows per model in the per-example plots (the first ones in input order).
+EXAMPLES_SHOWN = 30
+#: The per-row metrics of plots 1, 2 and 5: (score column, the tool's label).
+EXAMPLE_METRICS = (
+    ("answer_f1", "Ans F1"),
+    ("answer_em", "Ans EM"),
+    ("citation_precision", "Cit Prec"),
+    ("citation_recall", "Cit Rec"),
+    ("citation_f1", "Cit F1"),
+)
+#: The six averages of the radar: (``by_model`` column, label).
+RADAR_METRICS = (
+    ("answer_f1", "Answer F1"),
+    ("answer_em", "Answer EM"),
+    ("citation_precision_macro", "Citation\nprecision"),
+    ("citation_recall_macro", "Citation\nrecall"),
+    ("citation_f1_macro", "Citation F1"),
+    ("insufficient_context_rate", "Insufficient-\ncontext det."),
+)
+#: The tool's colours: F1 and EM bars, then precision, recall and F1 bars.
+_ANSWER_COLORS = ("#4ECDC4", "#FF6B6B")
+_CITATION_COLORS = ("#95E1D3", "#F38181", "#FFAA5A")
+#: Longest example label before it is cut with an ellipsis.
+_LABEL_CHARS = 14
+#: One figure: (chart id, SVG or None, caption, text shown when there is nothing to plot).
+Plot = tuple[str, str | None, str, str]
+
+
+@contextlib.contextmanager
+def _style(chart_id: str) -> Iterator[None]:
+    settings: dict[RcKeyType, Any] = {**RC, "svg.hashsalt": f"rag-eval-report:{chart_id}"}
+    with rc_context(settings):
+        yield
+
+
+def _column(frame: pl.DataFrame, name: str) -> np.ndarray:
+    """``name`` as floats, NaN for nulls (a missing column is all NaN)."""
+    if name not in frame.columns:
+        return np.full(frame.height, np.nan)
+    return frame[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def examples(rows: pl.DataFrame, model: str | None, limit: int = EXAMPLES_SHOWN) -> pl.DataFrame:
+    """The first ``limit`` rows of ``model`` (``rows`` is in input order) with a ``label``: the
+    row's id, cut to :data:`_LABEL_CHARS` characters, or ``#k`` without one.
+
+    >>> rows = pl.DataFrame({"model": ["m", "m", "n"], "id": ["q-1", None, "q-1"]})
+    >>> examples(rows, "m")["label"].to_list()
+    ['q-1', '#2']
+    """
+    part = rows.filter(pl.col("model").eq_missing(model)).head(limit)
+    number = pl.lit("#") + (pl.int_range(pl.len()) + 1).cast(pl.String)
+    ident = pl.col("id") if "id" in part.columns else pl.lit(None, dtype=pl.String)
+    cut = pl.when(ident.str.len_chars() > _LABEL_CHARS).then(
+        ident.str.slice(0, _LABEL_CHARS - 1) + "…"
+    ).otherwise(ident)
+    return part.with_columns(pl.coalesce(cut, number).alias("label"))
+
+
+def _has_any(rows: pl.DataFrame, columns: Sequence[str]) -> bool:
+    present = [c for c in columns if c in rows.columns]
+    return rows.height > 0 and any(rows[c].drop_nulls().len() > 0 for c in present)
+
+
+def _example_axis(ax: Axes, labels: list[str]) -> None:
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=60 if len(labels) > 8 else 0,
+                  ha="right" if len(labels) > 8 else "center", fontsize=7)
+
+
+def per_example_bars(
+    rows: pl.DataFrame,
+    models: Sequence[str | None],
+    metrics: Sequence[tuple[str, str]],
+    colors: Sequence[str],
+    *,
+    chart_id: str,
+    title: str,
+) -> str | None:
+    """One panel per model: a group of bars per example, one bar per metric (0 to 1.1)."""
+    columns = [name for name, _ in metrics]
+    panels = [(m, examples(rows, m)) for m in models]
+    panels = [(m, part) for m, part in panels if _has_any(part, columns)]
+    if not panels:
+        return None
+    width = 0.8 / len(metrics)
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 2.6 * len(panels)), layout="constrained")
+        axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+        for ax, (model, part) in zip(axes, panels, strict=True):
+            x = np.arange(part.height)
+            for k, (name, text) in enumerate(metrics):
+                ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(_column(part, name)), width,
+                       label=text, color=colors[k], alpha=0.8)
+            _example_axis(ax, part["label"].to_list())
+            ax.set_ylim(0, 1.1)
+            ax.set_ylabel("score")
+            ax.set_title(f"{title}: {label(model)}", loc="left")
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig, chart_id)
+
+
+def distribution(
+    rows: pl.DataFrame, models: Sequence[str | None], column: str, title: str, *, chart_id: str
+) -> str | None:
+    """Histogram of a per-row score (10 bins on [0, 1], share of the model's rows), one per
+    model, each with a dashed line at the model's mean and the mean in the legend."""
+    if not _has_any(rows, [column]):
+        return None
+    bins = [k / 10 for k in range(11)]
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 2.8), layout="constrained")
+        ax = fig.add_subplot()
+        for index, model in enumerate(models):
+            values = rows.filter(pl.col("model").eq_missing(model))[column].drop_nulls()
+            if values.len() == 0:
+                continue
+            data = values.cast(pl.Float64).to_numpy()
+            ax.hist(data, bins=bins, weights=np.full(data.size, 1.0 / data.size),
+                    histtype="step", linewidth=1.6, color=color(index))
+            mean = float(np.mean(data))
+            ax.axvline(mean, color=color(index), linestyle="--", linewidth=1.5,
+                       label=f"{label(model)}: mean {mean:.3f}")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"{title} score")
+        ax.set_ylabel("share of rows")
+        ax.set_title(f"{title} distribution", loc="left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig, chart_id)
+
+
+def example_heatmap(
+    rows: pl.DataFrame, models: Sequence[str | None], *, chart_id: str
+) -> str | None:
+    """One panel per model: the five per-row metrics (rows) of each example (columns), red to
+    green from 0 to 1, values written in; blank where a metric is null (no gold citations)."""
+    columns = [name for name, _ in EXAMPLE_METRICS]
+    panels = [(m, examples(rows, m)) for m in models]
+    panels = [(m, part) for m, part in panels if _has_any(part, columns)]
+    if not panels:
+        return None
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 2.4 * len(panels)), layout="constrained")
+        axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+        image = None
+        for ax, (model, part) in zip(axes, panels, strict=True):
+            grid = np.vstack([_column(part, name) for name in columns])
+            image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdYlGn", aspect="auto",
+                              vmin=0.0, vmax=1.0)
+            ax.set_yticks(np.arange(len(columns)), [text for _, text in EXAMPLE_METRICS])
+            _example_axis(ax, part["label"].to_list())
+            ax.grid(False)
+            ax.tick_params(length=0)
+            ax.set_title(f"Performance heatmap: {label(model)}", loc="left")
+            if part.height <= EXAMPLES_SHOWN:
+                i_idx, j_idx = np.nonzero(~np.isnan(grid))
+                for k in range(i_idx.size):
+                    ax.text(j_idx[k], i_idx[k], f"{grid[i_idx[k], j_idx[k]]:.2f}", ha="center",
+                            va="center", fontsize=6)
+        if image is not None:
+            fig.colorbar(image, ax=list(axes), shrink=0.8, label="score")
+    return to_svg(fig, chart_id)
+
+
+def radar(by_model: pl.DataFrame, *, chart_id: str) -> str | None:
+    """The six averages of each model (``by_model`` rows) on a polar chart, 0 to 1.
+
+    An axis whose metric no model has (no gold citations, no insufficient-context rows) is left
+    out; a model without a value on a drawn axis is plotted at 0.0, as the tool averages an
+    empty list.
+    """
+    drawn = [(c, t) for c, t in RADAR_METRICS if _has_any(by_model, [c])]
+    if len(drawn) < 3:
+        return None
+    angles = np.linspace(0, 2 * np.pi, len(drawn), endpoint=False)
+    closed = np.concatenate((angles, angles[:1]))
+    with _style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 4.6), layout="constrained")
+        ax = fig.add_subplot(projection="polar")
+        for index, record in enumerate(by_model.to_dicts()):
+            values = [float(record[c]) if record[c] is not None else 0.0 for c, _ in drawn]
+            ring = np.array([*values, values[0]])
+            ax.plot(closed, ring, "o-", linewidth=2, color=color(index),
+                    label=label(record["model"]))
+            ax.fill(closed, ring, alpha=0.15, color=color(index))
+        ax.set_xticks(angles, [text for _, text in drawn])
+        ax.set_ylim(0, 1)
+        ax.set_title("Overall performance profile", loc="left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.05, 1.05))
+    return to_svg(fig, chart_id)
+
+
+def six_plots(
+    rows: pl.DataFrame, by_model: pl.DataFrame, models: Sequence[str | None]
+) -> list[Plot]:
+    """The six figures in the tool's order: (chart id, SVG or None, caption, empty text).
+
+    ``rows`` holds one row per scored row in input order (model, id and the per-row answer and
+    citation scores); ``by_model`` the view of that name.
+    """
+    shown = (f"the first {EXAMPLES_SHOWN} rows of each model in input order, labelled by id")
+    return [
+        ("chart-exampleanswers",
+         per_example_bars(rows, models, EXAMPLE_METRICS[:2], _ANSWER_COLORS,
+                          chart_id="chart-exampleanswers", title="Answer F1 vs Answer EM"),
+         f"1. Answer F1 and exact match per example: {shown}. Where F1 is above EM the answer "
+         "earns partial credit.", "No answer scores in this run."),
+        ("chart-examplecitations",
+         per_example_bars(rows, models, EXAMPLE_METRICS[2:], _CITATION_COLORS,
+                          chart_id="chart-examplecitations", title="Citation metrics"),
+         f"2. Citation precision, recall and F1 per example: {shown}; no bars where a row has "
+         "no gold citations.", "No rows with gold citations in this run."),
+        ("chart-answerdistribution",
+         distribution(rows, models, "answer_f1", "Answer F1",
+                      chart_id="chart-answerdistribution"),
+         "3. Answer F1 over every row (10 bins, share of each model's rows); dashed lines mark "
+         "each model's mean.", "No answer scores in this run."),
+        ("chart-citationdistribution",
+         distribution(rows, models, "citation_f1", "Citation F1",
+                      chart_id="chart-citationdistribution"),
+         "4. Citation F1 over every row with gold citations (10 bins, share of each model's "
+         "rows); dashed lines mark each model's mean.",
+         "No rows with gold citations in this run."),
+        ("chart-exampleheatmap", example_heatmap(rows, models, chart_id="chart-exampleheatmap"),
+         f"5. Performance heatmap: the five per-row scores of {shown}.",
+         "No per-row scores to plot."),
+        ("chart-radar", radar(by_model, chart_id="chart-radar"),
+         "6. Overall performance profile: each model's means over all rows (citation scores "
+         "over rows with gold citations, insufficient-context detection over rows whose "
+         "reference is the insufficient-context token; a model without such rows is drawn at 0, "
+         "an axis no model has is left out).", "Fewer than three of the six averages exist."),
+    ]
