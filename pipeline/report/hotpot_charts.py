@@ -99,6 +99,17 @@ def _has_any(rows: pl.DataFrame, columns: Sequence[str]) -> bool:
     return rows.height > 0 and any(rows[c].drop_nulls().len() > 0 for c in present)
 
 
+def _panels_figure(panel_height: float, n_panels: int) -> Figure:
+    """A figure of ``n_panels`` stacked per-example panels with fixed margins (room for the
+    rotated id labels under each panel and the legend or colour bar on the right): one draw
+    when saved, where a constrained layout draws twice (half the time of these charts)."""
+    height = panel_height * n_panels
+    fig = Figure(figsize=(WIDTH_IN, height))
+    fig.subplots_adjust(left=0.07, right=0.84, top=1 - 0.3 / height, bottom=0.8 / height,
+                        hspace=0.85)
+    return fig
+
+
 def _example_axis(ax: Axes, labels: list[str]) -> None:
     ax.set_xticks(np.arange(len(labels)), labels, rotation=60 if len(labels) > 8 else 0,
                   ha="right" if len(labels) > 8 else "center", fontsize=7)
@@ -121,7 +132,7 @@ def per_example_bars(
         return None
     width = 0.8 / len(metrics)
     with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 2.6 * len(panels)), layout="constrained")
+        fig = _panels_figure(2.6, len(panels))
         axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
         for ax, (model, part) in zip(axes, panels, strict=True):
             x = np.arange(part.height)
@@ -176,7 +187,7 @@ def example_heatmap(
     if not panels:
         return None
     with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 2.4 * len(panels)), layout="constrained")
+        fig = _panels_figure(2.4, len(panels))
         axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
         image = None
         for ax, (model, part) in zip(axes, panels, strict=True):
