@@ -63,14 +63,28 @@ def counts(rows: list[dict], backend=None, **kwargs) -> list[tuple[int, int]]:
     )
     embedder = CachedEmbedder(backend or Chosen(), EmbeddingCache(None))
     out = grounding_counts(frame, embedder, **kwargs)
-    assert out.schema == pl.Schema({"n_sentences": pl.Int64(), "n_supported": pl.Int64()})
-    assert out.height == frame.height and out.null_count().row(0) == (0, 0)
-    return list(out.iter_rows())
+    assert out.schema == pl.Schema({"n_sentences": pl.Int64(), "n_supported": pl.Int64(),
+                                    "first_unsupported": pl.String()})
+    assert out.height == frame.height and out.null_count().row(0)[:2] == (0, 0)
+    return list(out.select("n_sentences", "n_supported").iter_rows())
 
 
 @pytest.mark.parametrize("case", GOLDEN, ids=[c["note"] for c in GOLDEN])
 def test_golden(case):
     assert counts([case]) == [(case["n_sentences"], case["n_supported"])]
+
+
+def test_golden_first_unsupported_sentence():
+    # The first sentence (as written) that is not supported; null when all are, when there
+    # are no sentences, or when the row has no passages (grounding does not apply).
+    frame = pl.DataFrame(
+        [{"response": c["response"], "contexts": c["contexts"]} for c in GOLDEN],
+        schema=FRAME_SCHEMA,
+    )
+    out = grounding_counts(frame, CachedEmbedder(Chosen(), EmbeddingCache(None)))
+    assert out["first_unsupported"].to_list() == [c["first_unsupported"] for c in GOLDEN]
+    mixed = next(c for c in GOLDEN if c["note"] == "mixed sentences")
+    assert mixed["first_unsupported"] == "Claim about B at 0.10 [2]."
 
 
 def test_golden_as_one_frame():

@@ -298,6 +298,20 @@ def test_partly_named_unsupported_sentences() -> None:
     assert row["unsupported_unnamed_cited"] is True
 
 
+def test_stored_first_unsupported_names_a_cited_sentence_exactly() -> None:
+    # Every sentence cites one passage, so no rule can tell which failed; grounding stored it.
+    frame = pl.DataFrame({"response": ["Rome is old [1]. Oslo is cold [1]. Lima is far [2]."],
+                          "n_sentences": [3], "n_supported": [2], "n_contexts": [2],
+                          "first_unsupported": ["Oslo is cold [1]."]})
+    row = unsupported_sentences(frame).row(0, named=True)
+    assert (row["unsupported_sentence"], row["unsupported_reason"]) == (
+        "Oslo is cold [1].", "not supported by the passage it cites")
+    assert (row["unsupported_more"], row["unsupported_unnamed"]) == (0, 0)
+    # without the stored sentence the same row can only be counted
+    row = unsupported_sentences(frame.drop("first_unsupported")).row(0, named=True)
+    assert (row["unsupported_sentence"], row["unsupported_unnamed"]) == (None, 1)
+
+
 def test_grounding_chart_thresholds_are_those_of_the_view(run_dir: Path, report: str) -> None:
     view = run_query(run_dir, "select grounded_min_overlap, correct_min_answer_f1 "
                               "from paired_analysis")

@@ -83,7 +83,8 @@ def _grounding_counts(inputs: Inputs) -> pl.Expr:
         )
         return counts.to_struct(_GROUNDING)
 
-    dtype = pl.Struct({"n_sentences": pl.Int64(), "n_supported": pl.Int64()})
+    dtype = pl.Struct({"n_sentences": pl.Int64(), "n_supported": pl.Int64(),
+                       "first_unsupported": pl.String()})
     return pl.struct("response", "contexts").map_batches(run, return_dtype=dtype)
 
 
@@ -245,6 +246,14 @@ SPECS: tuple[MetricSpec, ...] = (
     count("n_supported", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_supported"),
           "Sentences with exactly one valid citation whose passage they match (cosine >= tau).",
           needs=("_grounding", NEEDS_EMBEDDER)),
+    MetricSpec(
+        "first_unsupported", "grounding",
+        lambda _: pl.col(_GROUNDING).struct.field("first_unsupported"), pl.String(),
+        "The first response sentence (as written) that no cited passage supports; null when "
+        "every sentence is supported or the row has no passages. For reading failures.",
+        needs=("_grounding", NEEDS_EMBEDDER), lower=None, upper=None, higher_is_better=None,
+        nullable=True,
+    ),
     count("n_contexts", "grounding", lambda _: grounding.n_contexts(pl.col("contexts")),
           "Passages retrieved for the row (0 when contexts is null or empty).", needs=()),
     MetricSpec(

@@ -841,6 +841,10 @@ def unsupported_sentences(
     ``unsupported_unnamed_cited`` (those are known to be cited sentences: the split matches
     the stored count and names no more sentences than failed).
 
+    Runs that store ``first_unsupported`` (the grounding metric) name that sentence exactly:
+    it replaces the guess when no rule named a sentence, with the reason the rules give it or
+    ``not supported by the passage it cites``.
+
     >>> frame = pl.DataFrame({"response": ["Paris is in France [1]. It is big. Rome [1]."],
     ...                       "n_sentences": [3], "n_supported": [1]})
     >>> unsupported_sentences(frame).select("unsupported_sentence", "unsupported_reason",
@@ -880,6 +884,15 @@ def unsupported_sentences(
     )
     total, supported = pl.col("n_sentences"), pl.col("n_supported")
     unsupported = total - supported
+    if "first_unsupported" in frame.columns:  # stored by grounding: exact, not a guess
+        stored = pl.col("first_unsupported")
+        rows = rows.with_columns(
+            pl.when(stored.is_not_null() & (pl.col("_named").list.len().fill_null(0) == 0))
+            .then(pl.concat_list(stored)).otherwise(pl.col("_named")).alias("_named"),
+            pl.when(stored.is_not_null() & (pl.col("_named").list.len().fill_null(0) == 0))
+            .then(pl.concat_list(pl.lit("not supported by the passage it cites")))
+            .otherwise(pl.col("_reasons")).alias("_reasons"),
+        )
     named = pl.col("_named").list.len().fill_null(0)
     trusted = pl.col("_split").fill_null(0) == total  # the split agrees with the stored count
     exact = trusted & (named == unsupported)

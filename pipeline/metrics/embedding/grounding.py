@@ -13,8 +13,10 @@ kept). A sentence is **supported** when all of these hold:
    sentence with its markers removed and surrounding whitespace stripped
    (``"Paris is big [1]."`` -> ``"Paris is big ."``).
 
-:func:`grounding_counts` emits the sufficient statistics ``n_sentences`` and ``n_supported``;
-:func:`overlap` and :func:`faithfulness` are expressions over them. A row with a null or empty
+:func:`grounding_counts` emits the sufficient statistics ``n_sentences`` and ``n_supported``
+and, for reading a failure, ``first_unsupported``: the first sentence (as written, markers
+kept) that is not supported, null when every sentence is or the row has no passages;
+:func:`overlap` and :func:`faithfulness` are expressions over the counts. A row with a null or empty
 response has 0 sentences; null ``contexts`` support nothing.
 
 **Rows without passages** (``contexts`` null or empty, :func:`n_contexts` 0): grounding does not
@@ -52,7 +54,8 @@ def grounding_counts(
     tau_sim: float = DEFAULT_TAU_SIM,
     abstention_phrases: Sequence[str] = DEFAULT_ABSTENTION_PHRASES,
 ) -> pl.DataFrame:
-    """``n_sentences`` and ``n_supported`` (Int64, never null) for each row of ``frame``.
+    """``n_sentences``, ``n_supported`` (Int64, never null) and ``first_unsupported``
+    (String) for each row of ``frame``.
 
     ``frame`` needs ``response`` (String) and ``contexts`` (List[String], may be null); the
     result has one row per input row, in order. Only eligible sentences (rules 1 and 2) and the
@@ -63,14 +66,17 @@ def grounding_counts(
     >>> frame = pl.DataFrame({"response": ["Paris is in France [1]. I don't know [1]."],
     ...                       "contexts": [["Paris is in France."]]})
     >>> grounding_counts(frame, embedder).row(0)
-    (2, 1)
+    (2, 1, "I don't know [1].")
     """
     rows = frame.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
         split_sentences(pl.col("response")).alias("sentence"),
         pl.col("contexts").list.len().fill_null(0).cast(pl.Int64).alias("n_contexts"),
     )
-    sentences = rows.explode("sentence").drop_nulls("sentence")
+    sentences = (
+        rows.explode("sentence").drop_nulls("sentence")
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("_row").alias("_sentence"))
+    )
     cited = parse_citation_markers(pl.col("sentence"))
     number = cited.list.first()
     folded = fold_phrases(abstention_phrases)
@@ -80,6 +86,7 @@ def grounding_counts(
         & ~fold(pl.col("sentence")).str.contains_any(folded)
     ).select(
         "_row",
+        "_sentence",
         number.alias("_passage"),
         strip_citation_markers(pl.col("sentence")).str.strip_chars().alias("claim"),
     )
@@ -95,12 +102,22 @@ def grounding_counts(
     pairs = eligible.join(passages, on=["_row", "_passage"], how="left", maintain_order="left")
 
     supported = _supported(pairs, embedder, tau_sim, frame.height)
-    n_supported = pairs.filter(supported).group_by("_row").len("n_supported")
+    supported_pairs = pairs.filter(supported)
+    n_supported = supported_pairs.group_by("_row").len("n_supported")
+    first_unsupported = (
+        sentences.filter(pl.col("n_contexts") > 0)
+        .join(supported_pairs.select("_row", "_sentence"), on=["_row", "_sentence"], how="anti")
+        .group_by("_row")
+        .agg(pl.col("sentence").sort_by("_sentence").first().str.strip_chars()
+             .alias("first_unsupported"))
+    )
     return (
         rows.join(n_supported, on="_row", how="left", maintain_order="left")
+        .join(first_unsupported, on="_row", how="left", maintain_order="left")
         .select(
             pl.col("sentence").list.len().fill_null(0).cast(pl.Int64).alias("n_sentences"),
             pl.col("n_supported").fill_null(0).cast(pl.Int64),
+            pl.col("first_unsupported").cast(pl.String),
         )
     )
 
