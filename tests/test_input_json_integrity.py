@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from test_input_delimited import load, rejections
 
 from pipeline.cli import main
 from pipeline.config import Config
@@ -28,16 +29,6 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def load(path: Path) -> Validated:
-    validated = load_inputs([path], [], Config())
-    assert validated.records.height + validated.rejected.height == validated.n_read
-    return validated
-
-
-def rejections(validated: Validated) -> list[tuple[int, str | None, str, str]]:
-    return list(validated.rejected.select("row_number", "id", "reason", "raw").iter_rows())
 
 
 # --- keys repeated inside one object ----------------------------------------------------------
