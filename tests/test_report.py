@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from pipeline.cli import main
+from pipeline.ingest_rgb import ingest_rgb
 from pipeline.report import SECTION_IDS, write_report
 from pipeline.report.data import WORST_N, load_run
 from pipeline.report.page import (
@@ -28,7 +29,7 @@ from pipeline.views import run_query
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample" / "records.parquet"
-RGB_SAMPLE = REPO / "out" / "sample-rgb-records.parquet"  # made by `make evaluate`; optional
+RGB_SOURCES = REPO / "data" / "sample" / "rgb"  # ingested into every test run
 EVIL_MODEL = "<script>alert(1)</script>"
 EVIL_RESPONSES = (
     '"><img src=x onerror=alert(1)>',
@@ -49,12 +50,13 @@ def build_run(root: Path) -> Path:
     )
     inputs = [root / "sample.parquet"]
     pl.concat([picked, evil]).write_parquet(inputs[0])
-    if RGB_SAMPLE.is_file():
-        rgb = pl.read_parquet(RGB_SAMPLE)
-        inputs.append(root / "rgb.parquet")
-        rgb.filter(pl.int_range(pl.len()).over("model", "task", "noise_level") < 2).write_parquet(
-            inputs[1]
-        )
+    ingest_rgb(RGB_SOURCES / "rgb_data.json", RGB_SOURCES / "rgb_outputs.jsonl",
+               root / "rgb-all.parquet")
+    rgb = pl.read_parquet(root / "rgb-all.parquet")
+    inputs.append(root / "rgb.parquet")
+    rgb.filter(pl.int_range(pl.len()).over("model", "task", "noise_level") < 2).write_parquet(
+        inputs[1]
+    )
     out = root / "run"
     argv = ["evaluate", "--out", str(out), "--embedding-backend", "hashed", "--no-progress",
             "--resamples", "50"]
@@ -332,8 +334,7 @@ def test_grounding_chart_thresholds_are_those_of_the_view(run_dir: Path, report:
 
 def test_rgb_noise_bands_at_every_level(run_dir: Path) -> None:
     frame = rgb_noise_with_ci(load_run(run_dir))
-    if frame.height == 0:
-        pytest.skip("no RGB rows (make evaluate writes out/sample-rgb-records.parquet)")
+    assert frame.height > 0  # build_run ingests the RGB sample
     with_rows = frame.filter(pl.col("n") > 0)
     assert with_rows["accuracy_lo"].null_count() == 0
     assert with_rows["accuracy_hi"].null_count() == 0
