@@ -33,8 +33,8 @@ def write_report(
 ) -> Path:
     """Write the HTML report of the run in ``out_dir`` to ``target`` atomically; return it.
 
-    ``diff`` (columns model, metric, slice, slice_value, mean_a, mean_b, delta, ci_low,
-    ci_high: ``Comparison.deltas`` of :func:`pipeline.compare.compare`) adds a "Run
+    ``diff`` (columns model, metric, slice, the typed slice columns, mean_a, mean_b, delta,
+    ci_low, ci_high: ``Comparison.deltas`` of :func:`pipeline.compare.compare`) adds a "Run
     comparison" section: a chart of the per-slice changes, then the changes, regressions
     first, without the rows where both runs agree. ``regressed`` (``Comparison.regressed``:
     id, model, noise_level, task, metric, before, after) lists the regressed items there too.
