@@ -36,6 +36,9 @@ from pipeline.rules.rgb import (
     DEFAULT_ERROR_KEYWORDS,
     DEFAULT_PRIMARY_REJECTIONS,
     DEFAULT_SECONDARY_REJECTIONS,
+    RGB_APP_ERROR_KEYWORDS,
+    RGB_APP_PRIMARY_REJECTIONS,
+    RGB_APP_SECONDARY_REJECTIONS,
 )
 from pipeline.schema import RECORD_SCHEMA
 
@@ -120,41 +123,6 @@ COMPAT_PRESETS: tuple[str, ...] = (
     "enhanced-framework", "rgb-app", "hotpot-gen", "intellidocu", "core-rag",
 )
 
-#: The RGB app's rejection phrases and error keywords, verbatim and in its order (preset
-#: ``rgb-app``, docs/compat.md). It matches them as substrings of ``response.lower()``.
-RGB_APP_PRIMARY_REJECTIONS: tuple[str, ...] = (
-    "i can not answer the question because of the insufficient information in documents",
-    "insufficient information in documents",
-    "can not answer",
-    "cannot answer",
-)
-RGB_APP_SECONDARY_REJECTIONS: tuple[str, ...] = (
-    "i don't know", "i cannot", "i can't", "unable to", "not able to",
-    "insufficient information", "no information", "cannot determine", "cannot answer",
-    "not enough information", "don't have enough", "unable to determine", "cannot find",
-    "no relevant", "not mentioned", "not provided", "not specified", "unclear", "unknown",
-    "i'm not sure", "i am not sure", "cannot be determined", "information is not available",
-    "does not provide",
-)
-RGB_APP_ERROR_KEYWORDS: tuple[str, ...] = (
-    "incorrect", "wrong", "false", "error", "mistake", "inaccurate", "not true", "not correct",
-    "factually incorrect", "contradicts", "actually", "in fact", "however", "but actually",
-    "the correct answer", "should be",
-)
-#: Default secondary rejections: the lenient list of :mod:`pipeline.rules.rgb` followed by the
-#: RGB app's keywords it lacked. "unable to determine" is left out: every text containing it
-#: contains "unable to", listed earlier, so it could change no flag and never be reported.
-DEFAULT_RGB_SECONDARY_REJECTIONS: tuple[str, ...] = (
-    *DEFAULT_SECONDARY_REJECTIONS,
-    *(
-        phrase for phrase in RGB_APP_SECONDARY_REJECTIONS
-        if phrase not in DEFAULT_SECONDARY_REJECTIONS
-        and phrase not in DEFAULT_PRIMARY_REJECTIONS
-        and phrase != "unable to determine"
-    ),
-)
-
-
 class ConfigError(ValueError):
     """The configuration file or a flag is invalid."""
 
@@ -217,7 +185,7 @@ class Config:
     #: RGB suite: answer-matching mode and the phrase lists of the lenient checks.
     rgb_mode: str = DEFAULT_RGB_MODE
     rgb_primary_rejections: tuple[str, ...] = DEFAULT_PRIMARY_REJECTIONS
-    rgb_secondary_rejections: tuple[str, ...] = DEFAULT_RGB_SECONDARY_REJECTIONS
+    rgb_secondary_rejections: tuple[str, ...] = DEFAULT_SECONDARY_REJECTIONS
     rgb_error_keywords: tuple[str, ...] = DEFAULT_ERROR_KEYWORDS
     #: ``[compat] preset``: one of :data:`COMPAT_PRESETS`, or None for the defaults.
     compat_preset: str | None = None
@@ -299,7 +267,7 @@ class Config:
         set in ``[rgb]`` are kept); the signature's RGB digest then names the app's lists."""
         for name, default, app in (
             ("rgb_primary_rejections", DEFAULT_PRIMARY_REJECTIONS, RGB_APP_PRIMARY_REJECTIONS),
-            ("rgb_secondary_rejections", DEFAULT_RGB_SECONDARY_REJECTIONS,
+            ("rgb_secondary_rejections", DEFAULT_SECONDARY_REJECTIONS,
              RGB_APP_SECONDARY_REJECTIONS),
             ("rgb_error_keywords", DEFAULT_ERROR_KEYWORDS, RGB_APP_ERROR_KEYWORDS),
         ):

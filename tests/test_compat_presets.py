@@ -23,14 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_grounding import Chosen
 
-from pipeline.config import (
-    DEFAULT_RGB_SECONDARY_REJECTIONS,
-    RGB_APP_ERROR_KEYWORDS,
-    RGB_APP_PRIMARY_REJECTIONS,
-    RGB_APP_SECONDARY_REJECTIONS,
-    Config,
-    load_config,
-)
+from pipeline.config import Config, load_config
 from pipeline.embed import CachedEmbedder, EmbeddingCache
 from pipeline.evaluate import evaluate
 from pipeline.metrics.registry import resolve
@@ -43,7 +36,12 @@ from pipeline.metrics.robustness.rgb_app import (
 from pipeline.metrics.spec import Inputs
 from pipeline.report import write_report
 from pipeline.report.hotpot_charts import six_plots
-from pipeline.rules.rgb import DEFAULT_SECONDARY_REJECTIONS
+from pipeline.rules.rgb import (
+    DEFAULT_SECONDARY_REJECTIONS,
+    RGB_APP_ERROR_KEYWORDS,
+    RGB_APP_PRIMARY_REJECTIONS,
+    RGB_APP_SECONDARY_REJECTIONS,
+)
 from pipeline.schema import REJECTED_SCHEMA
 from pipeline.scoring import score_frame
 from pipeline.views import REJECTED_FILE, SCORES_FILE, build_views, run_query
@@ -245,13 +243,14 @@ def test_default_rejections_gain_the_apps_missing_keywords() -> None:
     missing = ["i cannot", "i can't", "not able to", "insufficient information", "cannot find",
                "not specified", "unclear", "unknown", "i am not sure", "don't have enough",
                "unable to determine"]
-    assert not set(missing) & set(DEFAULT_SECONDARY_REJECTIONS)  # the gap of the issue
     added = [p for p in missing if p != "unable to determine"]
-    base = len(DEFAULT_SECONDARY_REJECTIONS)
-    assert DEFAULT_RGB_SECONDARY_REJECTIONS[:base] == DEFAULT_SECONDARY_REJECTIONS
-    assert sorted(DEFAULT_RGB_SECONDARY_REJECTIONS[base:]) == sorted(added)
+    # the ten the default lacked come last, in the app's order, after the earlier list
+    assert DEFAULT_SECONDARY_REJECTIONS[-len(added):] == tuple(
+        p for p in RGB_APP_SECONDARY_REJECTIONS if p in added)
+    assert len(DEFAULT_SECONDARY_REJECTIONS) == 27
     # "unable to determine" is redundant: "unable to" comes first and matches every such text
-    assert DEFAULT_RGB_SECONDARY_REJECTIONS.index("unable to") < base
+    assert "unable to determine" not in DEFAULT_SECONDARY_REJECTIONS
+    assert DEFAULT_SECONDARY_REJECTIONS.index("unable to") < len(DEFAULT_SECONDARY_REJECTIONS) - 10
     frame = scored(
         [{"reference": "-", "task": "negative_rejection", "noise_level": 1.0,
           "response": f"Sorry, {p.upper()} from these documents."} for p in added],

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import DEFAULT_RGB_SECONDARY_REJECTIONS as DEFAULT_SECONDARY_REJECTIONS
 from pipeline.metrics.robustness.rgb_detect import (
     CHINESE_REJECTION,
     DEFAULT_PRIMARY_REJECTIONS,
@@ -15,6 +14,7 @@ from pipeline.metrics.robustness.rgb_detect import (
     rgb_rejected,
     rgb_rejection_phrase,
 )
+from pipeline.rules.rgb import DEFAULT_SECONDARY_REJECTIONS
 
 GROUPS = pl.List(pl.List(pl.String))
 

@@ -14,10 +14,13 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.config import DEFAULT_RGB_SECONDARY_REJECTIONS
 from pipeline.metrics.common import flag
 from pipeline.metrics.qa.abstention import fold, fold_phrases
-from pipeline.rules.rgb import DEFAULT_ERROR_KEYWORDS, DEFAULT_PRIMARY_REJECTIONS
+from pipeline.rules.rgb import (
+    DEFAULT_ERROR_KEYWORDS,
+    DEFAULT_PRIMARY_REJECTIONS,
+    DEFAULT_SECONDARY_REJECTIONS,
+)
 
 #: RGB's Chinese rejection phrase ("insufficient information"), checked on Chinese sets only.
 CHINESE_REJECTION = "信息不足"
@@ -39,7 +42,7 @@ def rgb_rejection_phrase(
     response: pl.Expr,
     *,
     primary: Sequence[str] = DEFAULT_PRIMARY_REJECTIONS,
-    secondary: Sequence[str] = DEFAULT_RGB_SECONDARY_REJECTIONS,
+    secondary: Sequence[str] = DEFAULT_SECONDARY_REJECTIONS,
     chinese: pl.Expr | bool,
 ) -> pl.Expr:
     """The rejection phrase found in the folded response, as configured (String).
@@ -71,7 +74,7 @@ def rgb_rejected(
     response: pl.Expr,
     *,
     primary: Sequence[str] = DEFAULT_PRIMARY_REJECTIONS,
-    secondary: Sequence[str] = DEFAULT_RGB_SECONDARY_REJECTIONS,
+    secondary: Sequence[str] = DEFAULT_SECONDARY_REJECTIONS,
     chinese: pl.Expr | bool,
 ) -> pl.Expr:
     """1 when the folded response contains a rejection phrase (Int8), null for a null response.
