@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.engines import Engine
@@ -47,6 +46,7 @@ from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the 
     TEXT_COLUMNS,
     TEXTS_FILE,
 )
+from pipeline.io.parquet_options import parquet_writer
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.phases import phase
 from pipeline.schema import KEY_COLUMNS
@@ -147,7 +147,7 @@ def evaluate(
         atomic_path(out_dir / SCORES_FILE) as scores_tmp,
         atomic_path(out_dir / REJECTED_FILE) as rejected_tmp,
         atomic_path(out_dir / TEXTS_FILE) as texts_tmp,
-        pq.ParquetWriter(scores_tmp, schema, compression="zstd") as writer,
+        parquet_writer(scores_tmp, schema) as writer,
         phase("engine"),
     ):
         result, _ = stream_scores(

@@ -1026,62 +1026,54 @@ def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.nda
     columns = list(dict.fromkeys(c for grid in layout.comparison_grids for c in grid.columns))
     by_key = [c for c in columns if c in PAIR_KEYS]  # the same for both rows of a pair
     by_model = [c for c in columns if c not in PAIR_KEYS]  # model a's value, else model b's
-    key_codes = {c: np.zeros(key_space, dtype=np.int64) for c in (*by_key, "cluster")}
-    for c in key_codes:
-        key_codes[c][key] = codes[c]
-    aligned = []  # per model: metrics x keys (NaN: no value, no row or several), own codes
+    row_of = []  # per model: its row under each key (-1: no row, or several)
     for i in range(n_model - 1):
         rows = np.flatnonzero(codes["model"] == i)
         count = np.bincount(key[rows], minlength=key_space)
         stats.duplicates[i] += int(count[count > 1].sum())
-        model_values = np.full((m, key_space), np.nan)
         unique_rows = rows[count[key[rows]] == 1]
-        for metric, column in enumerate(values):
-            model_values[metric, key[unique_rows]] = column[unique_rows]
-        own = {}
-        for c in by_model:
-            own[c] = np.full(key_space, layout.size(c) - 1, dtype=np.int64)
-            own[c][key[rows]] = codes[c][rows]
-        aligned.append((model_values, own, count == 1))
+        rows_by_key = np.full(key_space, -1, dtype=np.int64)
+        rows_by_key[key[unique_rows]] = unique_rows
+        row_of.append(rows_by_key)
     for p, (i, j) in enumerate(pairs):
-        values_a, own_a, unique_a = aligned[i]
-        values_b, own_b, unique_b = aligned[j]
-        paired = unique_a & unique_b
-        pair_codes = {c: key_codes[c] for c in by_key}
+        paired = np.flatnonzero((row_of[i] >= 0) & (row_of[j] >= 0))
+        rows_a, rows_b = row_of[i][paired], row_of[j][paired]
+        pair_codes = {c: codes[c][rows_a] for c in (*by_key, "cluster")}
         for c in by_model:
-            pair_codes[c] = np.where(own_a[c] < layout.size(c) - 1, own_a[c], own_b[c])
-        cells = []  # per grid: fine cell and (fine cell, cluster) of each key; unpaired last
+            code_a = codes[c][rows_a]
+            pair_codes[c] = np.where(code_a < layout.size(c) - 1, code_a, codes[c][rows_b])
+        cells = []  # per grid: fine cell, (fine cell, cluster) and keys per cell of each pair
         for grid in layout.comparison_grids:
             fine_size = math.prod(layout.size(c) for c in grid.columns)
-            fine = np.where(paired, _fine_codes(pair_codes, grid, layout, key_space),
-                            fine_size)
-            size = fine_size * k
-            cells.append((fine, np.where(paired, fine * k + key_codes["cluster"], size),
-                          fine_size))
-        d = [np.empty((m, fine_size * k)) for _, _, fine_size in cells]
-        n = [np.empty((m, fine_size * k)) for _, _, fine_size in cells]
-        totals = [np.zeros((4, m, fine_size)) for _, _, fine_size in cells]
+            fine = _fine_codes(pair_codes, grid, layout, paired.size)
+            cell = fine * k + pair_codes["cluster"]
+            cells.append((fine, cell, fine_size,
+                          np.bincount(cell, minlength=fine_size * k).astype(np.float64)))
+        d = [np.empty((m, fine_size * k)) for _, _, fine_size, _ in cells]
+        n = [np.empty((m, fine_size * k)) for _, _, fine_size, _ in cells]
+        totals = [np.zeros((4, m, fine_size)) for _, _, fine_size, _ in cells]
         for metric in range(m):
-            a, b = values_a[metric], values_b[metric]
+            a, b = values[metric][rows_a], values[metric][rows_b]
             diff = a - b  # NaN unless both values are there
             both = ~np.isnan(diff)
-            weights = [np.where(both, diff, 0.0), both.astype(np.float64),
-                       np.where(both, a, 0.0), np.where(both, b, 0.0)]
+            if both.all():  # the common case: no masking
+                weights: list[np.ndarray | None] = [diff, None, a, b]
+            else:
+                weights = [np.where(both, diff, 0.0), both.astype(np.float64),
+                           np.where(both, a, 0.0), np.where(both, b, 0.0)]
             if layout.binary[metric]:
                 weights += [(both & (a == x) & (b == y)).astype(np.float64)
                             for x, y in ((1, 0), (0, 1))]
-            for g, (fine, cell, fine_size) in enumerate(cells):
+            for g, (fine, cell, fine_size, keys) in enumerate(cells):
                 size = fine_size * k
-                d[g][metric] = np.bincount(cell, weights[0], size + 1)[:size]
-                n[g][metric] = np.bincount(cell, weights[1], size + 1)[:size]
+                d[g][metric] = np.bincount(cell, weights[0], size)
+                n[g][metric] = keys if weights[1] is None else np.bincount(cell, weights[1], size)
                 for t, weight in enumerate(weights[2:]):
-                    totals[g][t, metric] = np.bincount(fine, weight, fine_size + 1)[:-1]
+                    totals[g][t, metric] = np.bincount(fine, weight, fine_size)
         found: tuple[list[np.ndarray], ...] = ([], [], [], [])
-        for g, (grid, (_, cell, fine_size)) in enumerate(
-            zip(layout.comparison_grids, cells, strict=True)
-        ):
+        grids = zip(layout.comparison_grids, cells, strict=True)
+        for g, (grid, (_, _, _, keys)) in enumerate(grids):
             sizes = [layout.size(c) for c in grid.columns]
-            keys = np.bincount(cell, minlength=fine_size * k + 1)[:-1].astype(np.float64)
             found[0].extend(_marginals(d[g].reshape(m, *sizes, k), 1, grid, layout))
             found[1].extend(_marginals(n[g].reshape(m, *sizes, k), 1, grid, layout))
             found[2].extend(_marginals(keys.reshape(*sizes, k), 0, grid, layout))

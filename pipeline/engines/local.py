@@ -38,6 +38,7 @@ from pipeline.config import Config
 from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
+from pipeline.io.parquet_options import parquet_writer
 from pipeline.io.partitioned import PartitionedWriter, partition_dir
 from pipeline.io.readers import parquet_keys_unique
 from pipeline.io.sql import sql_string
@@ -282,8 +283,8 @@ def _single_pass(
     # Three threads overlap: the next chunk is read and validated while this one is scored,
     # and the previous scores are written (in order) meanwhile.
     with (
-        pq.ParquetWriter(rejected_target, rejected_schema, compression="zstd") as rejected_out,
-        pq.ParquetWriter(texts_target, texts_schema, compression="zstd") as texts_out,
+        parquet_writer(rejected_target, rejected_schema) as rejected_out,
+        parquet_writer(texts_target, texts_schema) as texts_out,
         BackgroundWriter() as background,
     ):
         for chunk in Prefetch(validated()):
@@ -385,8 +386,8 @@ def _read_and_validate(
     ).to_arrow().schema
     rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
     with (
-        pq.ParquetWriter(records_path, records_schema, compression="zstd") as records_out,
-        pq.ParquetWriter(rejected_path, rejected_schema, compression="zstd") as rejected_out,
+        parquet_writer(records_path, records_schema) as records_out,
+        parquet_writer(rejected_path, rejected_schema) as rejected_out,
     ):
         for chunk in Prefetch(iter_validated(inputs, pairs, config, chunk_rows)):
             n_read += chunk.n_read
@@ -491,7 +492,7 @@ def _write_duplicate_raw(
     """The ``raw`` JSON of every duplicate row, re-read from its file (as validation writes it)."""
     rows = db.sql("select source, row_number from duplicates").pl()
     schema = pa.schema([("source", pa.string()), ("row_number", pa.int64()), ("raw", pa.string())])
-    with pq.ParquetWriter(target, schema, compression="zstd") as writer:
+    with parquet_writer(target, schema) as writer:
         for part in iter_raw(inputs, pairs, config, chunk_rows, rows):
             writer.write_table(part.to_arrow().cast(schema))
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io.layout import MODEL_PARTITION, NULL_PARTITION
+from pipeline.io.parquet_options import parquet_writer
 
 __all__ = ["PartitionedWriter", "partition_dir"]
 
@@ -43,9 +44,7 @@ class PartitionedWriter:
             if writer is None:
                 path = self.directory / partition_dir(MODEL_PARTITION, model)
                 path.mkdir(parents=True, exist_ok=True)
-                writer = pq.ParquetWriter(
-                    path / f"{self.prefix}-0.parquet", self.schema, compression="zstd"
-                )
+                writer = parquet_writer(path / f"{self.prefix}-0.parquet", self.schema)
                 self._writers[model] = writer
             writer.write_table(part.drop(MODEL_PARTITION).to_arrow().cast(self.schema))
             self.rows += part.height

@@ -1,0 +1,50 @@
+"""How the run's own Parquet files are written: zstd, and no work spent where it cannot pay.
+
+pyarrow's defaults dictionary-encode and compress every column and keep min/max statistics of
+each. For three kinds of column that is work without return:
+
+* ``row_hash`` (16 random bytes a row) does not compress, has no useful min/max and never
+  repeats: it is stored plain, without compression or statistics. Writing it through zstd and a
+  failed dictionary also made the scores file 4× slower to read back;
+* texts and ids (``question``, ``reference``, ``response``, ``id``, ``raw``) almost never repeat
+  within a page: no dictionary (zstd still compresses them);
+* every other column (keys such as ``model`` or ``category``, counts, scores) keeps the
+  dictionary, which pyarrow drops by itself for a page whose values do not repeat.
+
+The bytes read back are the same values with the same schema; only the encoding differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: Columns written without compression, dictionary or statistics.
+RANDOM_BYTES_COLUMNS = frozenset({"row_hash"})
+#: Columns written without a dictionary (values that rarely repeat).
+DISTINCT_COLUMNS = frozenset({"id", "question", "reference", "response", "raw", "row_hash"})
+
+
+def writer_options(schema: pa.Schema) -> dict[str, Any]:
+    """Keyword arguments of :class:`pyarrow.parquet.ParquetWriter` for a file of ``schema``.
+
+    >>> options = writer_options(pa.schema([("model", pa.string()), ("row_hash", pa.binary())]))
+    >>> options["compression"], options["use_dictionary"], options["write_statistics"]
+    ({'model': 'zstd', 'row_hash': 'none'}, ['model'], ['model'])
+    """
+    names = schema.names
+    return {
+        "compression": {
+            name: "none" if name in RANDOM_BYTES_COLUMNS else "zstd" for name in names
+        },
+        "use_dictionary": [name for name in names if name not in DISTINCT_COLUMNS],
+        "write_statistics": [name for name in names if name not in RANDOM_BYTES_COLUMNS],
+    }
+
+
+def parquet_writer(path: Any, schema: pa.Schema) -> pq.ParquetWriter:
+    """A :class:`pyarrow.parquet.ParquetWriter` of ``schema`` at ``path`` with
+    :func:`writer_options`."""
+    return pq.ParquetWriter(path, schema, **writer_options(schema))

@@ -1,0 +1,49 @@
+"""The run's Parquet files: same values back, row_hash plain, texts without a dictionary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io.parquet_options import parquet_writer
+
+
+def _table() -> pa.Table:
+    return pa.table({
+        "model": ["m1", "m1", "m2", None],
+        "response": ["a", "b", "a", "c"],
+        "row_hash": [bytes(range(16)), bytes(16), b"\xff" * 16, bytes(range(16, 32))],
+        "answer_f1": [0.5, None, 1.0, 0.0],
+    })
+
+
+def _chunk(path: Path, column: str) -> pq.ColumnChunkMetaData:
+    metadata = pq.ParquetFile(path).metadata.row_group(0)
+    names = [metadata.column(i).path_in_schema for i in range(metadata.num_columns)]
+    return metadata.column(names.index(column))
+
+
+def test_values_come_back_unchanged(tmp_path: Path) -> None:
+    table = _table()
+    with parquet_writer(tmp_path / "t.parquet", table.schema) as writer:
+        writer.write_table(table)
+    assert pq.read_table(tmp_path / "t.parquet").equals(table)
+
+
+def test_encodings_per_column(tmp_path: Path) -> None:
+    table = _table()
+    path = tmp_path / "t.parquet"
+    with parquet_writer(path, table.schema) as writer:
+        writer.write_table(table)
+    row_hash = _chunk(path, "row_hash")
+    assert row_hash.compression == "UNCOMPRESSED"
+    assert row_hash.statistics is None
+    assert "RLE_DICTIONARY" not in row_hash.encodings
+    assert "RLE_DICTIONARY" not in _chunk(path, "response").encodings
+    model = _chunk(path, "model")
+    assert model.compression == "ZSTD"
+    assert "RLE_DICTIONARY" in model.encodings
+    assert model.statistics.min == "m1" and model.statistics.max == "m2"
+    assert _chunk(path, "answer_f1").statistics.null_count == 1
