@@ -65,7 +65,8 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
     ``needed`` names groups: ``_tokens`` (SQuAD tokens of the response and every candidate),
     ``_overlap`` (their multiset overlap, which needs ``_tokens``),
     ``_lowered`` (lowercased, whitespace-collapsed texts), ``_predicted_citations``, and the
-    groups of :func:`pipeline.metrics.text_specs.intermediates`.
+    groups of :func:`pipeline.metrics.text_specs.intermediates` and
+    :func:`pipeline.metrics.composite.composite_specs.intermediates`.
     """
     needed = set(needed)
     if "_overlap" in needed:
@@ -102,6 +103,7 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
             pl.col("citations"), pl.col("response")
         )
     columns.update(text_specs.intermediates(inputs, needed, clean))
+    columns.update(composite_specs.intermediates(inputs, needed, clean))
     stages = [{RESPONSE: response}, columns, alternatives, overlaps]
     return [stage for stage in stages if stage]
 
@@ -280,7 +282,7 @@ _SPECS: tuple[MetricSpec, ...] = (
 #: The intermediate groups :func:`intermediates` computes (with those of ``text_specs``).
 INTERMEDIATE_GROUPS: frozenset[str] = frozenset(
     {"_tokens", "_overlap", "_lowered", "_predicted_citations"}
-) | text_specs.INTERMEDIATE_GROUPS
+) | text_specs.INTERMEDIATE_GROUPS | composite_specs.INTERMEDIATE_GROUPS
 #: Resources the driver prepares once per run.
 RESOURCES: frozenset[str] = frozenset({NEEDS_IDF, NEEDS_EMBEDDER})
 

@@ -17,8 +17,25 @@ import polars as pl
 
 from pipeline.metrics.composite import overall, quality, relevance_composite, safety
 from pipeline.metrics.spec import Inputs, MetricSpec
+from pipeline.text.sentences import split_sentences
 
 _RESPONSE = "_response"
+#: Intermediate columns of the quality family, computed once per batch for the metrics that
+#: read them (polars does not share an expression containing ``list.eval`` between uses): the
+#: response's sentences, and its words in the quality rules' unit.
+SENTENCES = "_quality_sentences"
+WORDS = "_quality_words"
+INTERMEDIATE_GROUPS: frozenset[str] = frozenset({SENTENCES, WORDS})
+
+
+def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[str, pl.Expr]:
+    """The columns of :data:`INTERMEDIATE_GROUPS` in ``needed``."""
+    columns: dict[str, pl.Expr] = {}
+    if SENTENCES in needed:
+        columns[SENTENCES] = split_sentences(response)
+    if WORDS in needed:
+        columns[WORDS] = quality.words(response, _quality_rules(inputs).word_unit)
+    return columns
 
 
 def _quality_rules(inputs: Inputs) -> quality.QualityRules:
@@ -26,15 +43,20 @@ def _quality_rules(inputs: Inputs) -> quality.QualityRules:
 
 
 def _on_response(
-    fn: Callable[..., pl.Expr], part: str, *, counts_words: bool = False
+    fn: Callable[..., pl.Expr], part: str, *, counts_words: bool = False,
+    reads_sentences: bool = False,
 ) -> Callable[[Inputs], pl.Expr]:
-    """``fn(response, rules=<part of the quality rules>)``, with the rules' word unit when
-    ``counts_words``."""
+    """``fn(response, rules=<part of the quality rules>)``, with the rules' word unit and the
+    shared words when ``counts_words``, and the shared sentences when ``reads_sentences``."""
 
     def build(inputs: Inputs) -> pl.Expr:
         rules = _quality_rules(inputs)
-        unit = {"unit": rules.word_unit} if counts_words else {}
-        return fn(pl.col(_RESPONSE), rules=getattr(rules, part), **unit)
+        shared: dict[str, object] = {}
+        if counts_words:
+            shared.update(unit=rules.word_unit, tokens=pl.col(WORDS))
+        if reads_sentences:
+            shared["sentences"] = pl.col(SENTENCES)
+        return fn(pl.col(_RESPONSE), rules=getattr(rules, part), **shared)
 
     return build
 
@@ -131,20 +153,27 @@ SPECS: tuple[MetricSpec, ...] = (
     _flag("category_known", "composite", _category(relevance_composite.category_is_known),
           "1 when the row's category is a known name or alias, 0 when it fell back.", None),
     _flag("length_ok", "quality", _on_response(quality.length_ok, "length", counts_words=True),
-          "1 when the response's word count is within the configured bounds.", True),
+          "1 when the response's word count is within the configured bounds.", True,
+          needs=(WORDS,)),
     _text("length_feedback", "quality",
           _on_response(quality.length_feedback, "length", counts_words=True),
-          "Too short / Too long / Appropriate length (N words, ideal: a-b)."),
-    _score("fluency_score", "quality", _on_response(quality.fluency_score, "fluency"),
-           "Sentence mean: 1.0 well-formed, 0.5 not capitalized, 0.3 implausibly short word."),
-    _score("coherence_score", "quality", _on_response(quality.coherence_score, "coherence"),
-           "min(1, connective hits / max(1, 2 (sentences - 1))); 1.0 for one sentence."),
+          "Too short / Too long / Appropriate length (N words, ideal: a-b).", needs=(WORDS,)),
+    _score("fluency_score", "quality",
+           _on_response(quality.fluency_score, "fluency", reads_sentences=True),
+           "Sentence mean: 1.0 well-formed, 0.5 not capitalized, 0.3 implausibly short word.",
+           needs=(SENTENCES,)),
+    _score("coherence_score", "quality",
+           _on_response(quality.coherence_score, "coherence", reads_sentences=True),
+           "min(1, connective hits / max(1, 2 (sentences - 1))); 1.0 for one sentence.",
+           needs=(SENTENCES,)),
     _score("conciseness_score", "quality",
            _on_response(quality.conciseness_score, "conciseness", counts_words=True),
-           "0.7 type-token ratio + 0.3 repetition score."),
+           "0.7 type-token ratio + 0.3 repetition score.", needs=(WORDS,)),
     _score("readability_score", "quality",
-           _on_response(quality.readability_score, "readability", counts_words=True),
-           "clamp01(1 - (0.39 words/sentence + 11.8 chars/word - 15.59) / 20)."),
+           _on_response(quality.readability_score, "readability", counts_words=True,
+                        reads_sentences=True),
+           "clamp01(1 - (0.39 words/sentence + 11.8 chars/word - 15.59) / 20).",
+           needs=(WORDS, SENTENCES)),
     _score("composite_quality", "quality", _composite_quality,
            "0.3 fluency + 0.3 coherence + 0.2 conciseness + 0.2 readability, x0.7 off length.",
            needs=(*_QUALITY_PARTS, "length_ok")),

@@ -94,8 +94,17 @@ def words(response: pl.Expr, unit: str = "letters") -> pl.Expr:
     return keyword_words(response) if unit == "letters" else punctuation_deleted_words(response)
 
 
-def _word_count(response: pl.Expr, unit: str) -> pl.Expr:
-    return words(response, unit).list.len()
+def _words_of(response: pl.Expr, unit: str, tokens: pl.Expr | None) -> pl.Expr:
+    """``tokens`` when given (the words computed once for several metrics), else the words of
+    ``response`` in ``unit``."""
+    return words(response, unit) if tokens is None else tokens
+
+
+def _sentences_of(response: pl.Expr, sentences: pl.Expr | None) -> pl.Expr:
+    """``sentences`` when given (computed once for several metrics), else those of
+    ``response``. Sentence lists are passed as columns because polars does not share an
+    expression that contains ``list.eval`` between its uses."""
+    return split_sentences(response) if sentences is None else sentences
 
 
 def band_feedback(score: pl.Expr, bands: Sequence[tuple[float, str]]) -> pl.Expr:
@@ -117,18 +126,22 @@ def band_feedback(score: pl.Expr, bands: Sequence[tuple[float, str]]) -> pl.Expr
 
 
 # --- metrics -----------------------------------------------------------------------------------
-def length_ok(response: pl.Expr, *, rules: LengthRules, unit: str = "letters") -> pl.Expr:
+def length_ok(
+    response: pl.Expr, *, rules: LengthRules, unit: str = "letters", tokens: pl.Expr | None = None
+) -> pl.Expr:
     """1 when ``min_words <= words <= max_words`` (Int8; ``""`` has 0 words).
 
     >>> import polars as pl
     >>> pl.select(length_ok(pl.lit("One two three four five."), rules=QualityRules.load().length)).item()
     1
     """  # noqa: E501
-    count = _word_count(response, unit)
+    count = _words_of(response, unit, tokens).list.len()
     return flag(count.is_between(rules.min_words, rules.max_words))
 
 
-def length_feedback(response: pl.Expr, *, rules: LengthRules, unit: str = "letters") -> pl.Expr:
+def length_feedback(
+    response: pl.Expr, *, rules: LengthRules, unit: str = "letters", tokens: pl.Expr | None = None
+) -> pl.Expr:
     """``too_short``, ``too_long`` or the ``appropriate`` template filled in (String).
 
     >>> import polars as pl
@@ -136,7 +149,7 @@ def length_feedback(response: pl.Expr, *, rules: LengthRules, unit: str = "lette
     >>> pl.select(length_feedback(pl.lit("One two three four five."), rules=rules)).item()
     'Appropriate length (5 words, ideal: 5-300)'
     """
-    count = _word_count(response, unit)
+    count = _words_of(response, unit, tokens).list.len()
     template = rules.appropriate.replace("{min}", str(rules.min_words))
     template = template.replace("{max}", str(rules.max_words))
     parts = template.split("{words}")
@@ -152,7 +165,9 @@ def length_feedback(response: pl.Expr, *, rules: LengthRules, unit: str = "lette
     )
 
 
-def fluency_score(response: pl.Expr, *, rules: FluencyRules) -> pl.Expr:
+def fluency_score(
+    response: pl.Expr, *, rules: FluencyRules, sentences: pl.Expr | None = None
+) -> pl.Expr:
     """Mean per-sentence fluency (Float64 in [0, 1]); 0.0 for an empty response.
 
     >>> import polars as pl
@@ -179,8 +194,8 @@ def fluency_score(response: pl.Expr, *, rules: FluencyRules) -> pl.Expr:
         .then(pl.lit(rules.well_formed, dtype=pl.Float64))
         .otherwise(pl.lit(rules.not_capitalized, dtype=pl.Float64))
     )
-    values = split_sentences(response).list.eval(value)
-    return safe_div(values.list.sum(), values.list.len(), empty=0.0)
+    sentences = _sentences_of(response, sentences)
+    return safe_div(sentences.list.eval(value).list.sum(), sentences.list.len(), empty=0.0)
 
 
 def connective_pattern(rules: CoherenceRules) -> str:
@@ -195,7 +210,9 @@ def connective_pattern(rules: CoherenceRules) -> str:
     return rf"(?i)\b(?:{'|'.join(alternatives)})\b"
 
 
-def coherence_score(response: pl.Expr, *, rules: CoherenceRules) -> pl.Expr:
+def coherence_score(
+    response: pl.Expr, *, rules: CoherenceRules, sentences: pl.Expr | None = None
+) -> pl.Expr:
     """``min(1, hits / max(1, per_gap * (sentences - 1)))`` (Float64 in [0, 1]).
 
     >>> import polars as pl
@@ -204,7 +221,7 @@ def coherence_score(response: pl.Expr, *, rules: CoherenceRules) -> pl.Expr:
     0.5
     """
     hits = response.str.count_matches(connective_pattern(rules)).cast(pl.Float64)
-    gaps = split_sentences(response).list.len().cast(pl.Float64) - 1.0
+    gaps = _sentences_of(response, sentences).list.len().cast(pl.Float64) - 1.0
     expected = (gaps * rules.connectives_per_gap).clip(lower_bound=1.0)
     score = (hits / expected).clip(upper_bound=1.0)
     if rules.single_sentence is None:
@@ -214,7 +231,8 @@ def coherence_score(response: pl.Expr, *, rules: CoherenceRules) -> pl.Expr:
 
 
 def conciseness_score(
-    response: pl.Expr, *, rules: ConcisenessRules, unit: str = "letters"
+    response: pl.Expr, *, rules: ConcisenessRules, unit: str = "letters",
+    tokens: pl.Expr | None = None,
 ) -> pl.Expr:
     """Weighted type-token ratio and repetition score (Float64); 0.0 without words.
 
@@ -223,7 +241,7 @@ def conciseness_score(
     >>> round(pl.select(conciseness_score(pl.lit("the cat saw the dog"), rules=rules)).item(), 9)
     0.86
     """
-    tokens = words(response, unit)
+    tokens = _words_of(response, unit, tokens)
     total = tokens.list.len()
     ratio = safe_div(tokens.list.n_unique(), total, empty=0.0)
     long_word = pl.element().str.len_chars() > rules.min_word_length_exclusive
@@ -235,7 +253,8 @@ def conciseness_score(
 
 
 def readability_score(
-    response: pl.Expr, *, rules: ReadabilityRules, unit: str = "letters"
+    response: pl.Expr, *, rules: ReadabilityRules, unit: str = "letters",
+    tokens: pl.Expr | None = None, sentences: pl.Expr | None = None,
 ) -> pl.Expr:
     """``clamp01(1 - (a * W/S + b * C/W + c) / scale)`` (Float64); 0.0 without words.
 
@@ -244,12 +263,12 @@ def readability_score(
     >>> round(pl.select(readability_score(pl.lit("I am ok. Go."), rules=rules)).item(), 9)
     0.708
     """
-    tokens = words(response, unit)
+    tokens = _words_of(response, unit, tokens)
     total = tokens.list.len().cast(pl.Float64)
     chars = tokens.list.eval(pl.element().str.len_chars()).list.sum().cast(pl.Float64)
-    sentences = split_sentences(response).list.len().cast(pl.Float64)
+    n_sentences = _sentences_of(response, sentences).list.len().cast(pl.Float64)
     grade = (
-        rules.words_per_sentence * safe_div(total, sentences, empty=0.0)
+        rules.words_per_sentence * safe_div(total, n_sentences, empty=0.0)
         + rules.word_length * safe_div(chars, total, empty=0.0)
         + rules.intercept
     )
