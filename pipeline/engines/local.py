@@ -202,8 +202,9 @@ def stream_scores(
             first = _read_and_validate(
                 inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
             )
-        rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
-                                     DEFAULT_BATCH_BYTES)
+        workers = scoring_workers(first.scorer)
+        rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes,
+                                     max(1, batch_rows // workers), DEFAULT_BATCH_BYTES // workers)
         log.info(
             "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
             first.n_valid, rows_per_batch,
@@ -234,7 +235,9 @@ def stream_scores(
 
 #: Batches scored at once where no embedding model runs. A polars query runs part of its
 #: expressions one after another, so one batch at a time leaves a core idle (measured: the
-#: lexical set's scoring 11 % faster in wall time on 2 cores with two batches in flight).
+#: lexical set's scoring 11 % faster in wall time on 2 cores with two batches in flight). Each
+#: worker scores batches of ``batch_rows / SCORING_WORKERS`` rows (and text bytes), so the rows
+#: in flight, and memory, stay what ``batch_rows`` says.
 SCORING_WORKERS = 2
 
 
@@ -265,6 +268,7 @@ def _single_pass(
     """
     base = BatchScorer.for_config(config, specs=specs)
     schema = base.output_schema
+    workers = scoring_workers(base)
     scorers: dict[int, BatchScorer] = {}
     timer = PhaseTimer()
     n_read = n_valid = 0
@@ -304,7 +308,8 @@ def _single_pass(
             texts = valid.select(TEXT_COLUMNS).to_arrow().cast(texts_schema)
             background.submit(timed_write(rejected_out.write_table, rejected))
             background.submit(timed_write(texts_out.write_table, texts))
-            rows = batch_rows_for(valid, batch_rows)
+            rows = batch_rows_for(valid, max(1, batch_rows // workers),
+                                  DEFAULT_BATCH_BYTES // workers)
             for offset in range(0, valid.height, rows):
                 yield valid.slice(offset, rows)
             if on_progress is not None:
@@ -325,8 +330,7 @@ def _single_pass(
         parquet_writer(texts_target, texts_schema) as texts_out,
         BackgroundWriter() as background,
     ):
-        scored = ordered_map(score, batches(rejected_out, texts_out, background),
-                             scoring_workers(base))
+        scored = ordered_map(score, batches(rejected_out, texts_out, background), workers)
         for batch, scores in scored:
             background.submit(timed_write(sink.write, scores))
             if on_progress is not None:
