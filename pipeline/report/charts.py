@@ -11,6 +11,12 @@ Figures are built on :class:`matplotlib.figure.Figure` directly (no pyplot state
 * ``svg.hashsalt`` is fixed per chart and the metadata (date, creator) is dropped, so the same
   run gives the same bytes, and clip-path ids differ between the charts of one page.
 
+A chart is drawn once: :func:`to_svg` sets its margins with
+:func:`~pipeline.report.layout.fit`, from the font metrics of what sits around each panel, where
+a constrained layout would draw it a second time to measure. Bars are one patch per series
+(:func:`bars`) and a heatmap's values one artist (:func:`cell_values`), not an artist per bar or
+per cell.
+
 A column ``NAME_lo``/``NAME_hi`` beside a metric column ``NAME`` is its 95% interval, drawn as
 an error bar or band where present (see :mod:`pipeline.report.data`).
 """
@@ -26,10 +32,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 from matplotlib import rc_context
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
+from matplotlib.patches import PathPatch
+from matplotlib.path import Path
 from matplotlib.typing import RcKeyType
+
+from pipeline.report.layout import FONT, WIDTH_IN, fit, line_metrics, shorten, text_size
 
 #: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), by model order.
 PALETTE = (
@@ -40,9 +53,10 @@ RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "text.parse_math": False,
     "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans"],
+    "font.sans-serif": FONT,
     "font.size": 9,
     "axes.titlesize": 10,
+    "axes.titley": 1.0,  # fixed: matplotlib does not measure tick labels to place titles
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -53,7 +67,6 @@ RC: dict[RcKeyType, Any] = {
 }
 #: Shown for a null model, category or failure mode.
 NULL_LABEL = "(none)"
-WIDTH_IN = 9.0
 
 _XML_PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
@@ -81,25 +94,29 @@ def color(index: int) -> str:
 
 
 @contextlib.contextmanager
-def _style(chart_id: str) -> Iterator[None]:
+def style(chart_id: str) -> Iterator[None]:
+    """The settings a chart is built and saved under: :data:`RC` and its own SVG hash salt."""
     settings: dict[RcKeyType, Any] = {**RC, "svg.hashsalt": f"rag-eval-report:{chart_id}"}
     with rc_context(settings):
         yield
 
 
 def to_svg(fig: Figure, chart_id: str) -> str:
-    """``fig`` as an ``<svg>`` element to inline in HTML: no prologue, metadata or fixed size.
+    """``fig`` laid out by :func:`fit` and drawn as an ``<svg>`` element to inline in HTML: no
+    prologue, metadata or fixed size.
 
     The size attributes go (the ``viewBox`` stays), so the page's CSS scales the chart.
     """
     buffer = io.StringIO()
-    with _style(chart_id):
+    with style(chart_id):
+        fit(fig)
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = _METADATA.sub("", _XML_PROLOGUE.sub("", buffer.getvalue(), count=1), count=1)
     svg = _SIZE.sub(r"\1", _SIZE.sub(r"\1", svg, count=1), count=1)
     return svg.replace("<svg ", f'<svg id="{chart_id}-svg" role="img" ', 1).strip()
 
 
+# --- layout: margins from font metrics, without drawing ----------------------------------------
 def _finish(ax: Axes, title: str, ylabel: str | None = None) -> None:
     ax.set_title(title, loc="left")
     if ylabel is not None:
@@ -128,6 +145,73 @@ def _error(frame: pl.DataFrame, column: str) -> np.ndarray | None:
     return np.nan_to_num(np.vstack([mid - lo, hi - mid]), nan=0.0).clip(min=0.0)
 
 
+def bars(ax: Axes, centre: np.ndarray, length: np.ndarray, thickness: float, *,
+          start: np.ndarray | float = 0.0, horizontal: bool = False, **props: Any) -> None:
+    """Bars as one patch (one SVG path) where ``ax.bar`` makes a patch per bar: bar ``k`` is
+    ``thickness`` wide around ``centre[k]`` and runs from ``start`` to ``start + length[k]``, up
+    (right when ``horizontal``). ``props`` go to the patch. The data limits take in every bar,
+    as ``ax.bar``'s do; bars of length 0 are not drawn."""
+    low = np.broadcast_to(start, length.shape)
+    high = low + length
+    near, far = centre - thickness / 2, centre + thickness / 2
+    across = np.stack([near, near, far, far, near], axis=1)
+    along = np.stack([low, high, high, low, low], axis=1)
+    corners = np.stack([along, across] if horizontal else [across, along], axis=-1)
+    drawn = length != 0
+    codes = [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
+    path = Path(corners[drawn].reshape(-1, 2), np.tile(codes, int(drawn.sum())))
+    ax.add_artist(PathPatch(path, linewidth=0, **props))
+    if length.size:
+        ax.update_datalim(corners.reshape(-1, 2))
+        ax.autoscale_view()
+
+
+class _CellValues(Artist):
+    """Texts centred on points of an Axes (in data coordinates), drawn by one artist: a Text
+    artist per heatmap cell is laid out on its own, which took most of a heatmap's time."""
+
+    def __init__(self, xy: np.ndarray, texts: Sequence[str], colours: Sequence[str],
+                 size: float) -> None:
+        super().__init__()
+        self._xy, self._texts, self._colours, self._size = xy, texts, colours, size
+        self.set_zorder(3)  # over the image, as a Text is
+
+    def draw(self, renderer: RendererBase) -> None:
+        fig = self.get_figure(root=True)
+        if not self.get_visible() or self.axes is None or fig is None:
+            return
+        renderer.open_group("cell-values", self.get_gid())
+        pixels = fig.dpi / 72  # per point
+        # centred like a Text with va="center": the baseline half an ascent minus a descent
+        # below the centre (the font's line metrics, which digits do not exceed)
+        ascent, descent, _ = line_metrics()
+        lift = (ascent - descent) * self._size / 2 * pixels
+        canvas_h = renderer.get_canvas_width_height()[1]
+        prop = FontProperties(family=RC["font.family"], size=self._size)
+        gc = renderer.new_gc()
+        points = self.axes.transData.transform(self._xy)
+        for (x, y), text, colour in zip(points, self._texts, self._colours, strict=True):
+            half = text_size(text, self._size)[0] / 2 * pixels
+            gc.set_foreground(colour)
+            renderer.draw_text(gc, x - half, canvas_h - (y - lift), text, prop, 0.0)
+        gc.restore()
+        renderer.close_group("cell-values")
+        self.stale = False
+
+
+def cell_values(ax: Axes, grid: np.ndarray, *, size: float,
+                white_upto: float | None = None) -> None:
+    """Write each known value of ``grid`` (rows × columns, as ``ax.imshow`` shows it) on its
+    cell with two decimals in ``size``-point type: black, or white for values up to
+    ``white_upto`` (the dark end of a colour map)."""
+    rows, cols = np.nonzero(~np.isnan(grid))
+    values = grid[rows, cols]
+    colours = ["white" if white_upto is not None and v <= white_upto else "black"
+               for v in values]
+    ax.add_artist(_CellValues(np.column_stack([cols, rows]), [f"{v:.2f}" for v in values],
+                              colours, size))
+
+
 def grouped_bars(
     frame: pl.DataFrame,
     columns: Sequence[str],
@@ -147,17 +231,23 @@ def grouped_bars(
     models = [label(m) for m in frame["model"].to_list()]
     x = np.arange(len(models))
     width = 0.8 / len(columns)
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+    # names wider than their share of the panel (some 0.7 of the figure) are turned
+    turn = max(text_size(m, RC["font.size"])[0] for m in models) > (
+        0.7 * WIDTH_IN * 72 / len(models))
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.4))
         ax = fig.add_subplot()
         for k, column in enumerate(columns):
             offset = x - 0.4 + width * (k + 0.5)
-            ax.bar(offset, np.nan_to_num(_values(frame, column)), width, label=names[k],
-                   color=color(k), yerr=_error(frame, column), capsize=3,
-                   error_kw={"elinewidth": 1, "ecolor": "#333333"})
-        ax.set_xticks(x, models, rotation=15 if len(models) > 4 else 0)
+            heights = np.nan_to_num(_values(frame, column))
+            bars(ax, offset, heights, width, color=color(k), label=names[k])
+            spread = _error(frame, column)
+            if spread is not None:
+                ax.errorbar(offset, heights, yerr=spread, fmt="none", ecolor="#333333",
+                            elinewidth=1, capsize=3)
+        ax.set_xticks(x, models, rotation=30 if turn else 0, ha="right" if turn else "center")
         ax.set_ylim(0, ymax)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend()
         _finish(ax, title, ylabel)
     return to_svg(fig, chart_id)
 
@@ -178,8 +268,8 @@ def histograms(
     if not present:
         return None
     bins = np.linspace(0.0, 1.0, 21)
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 3.2), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.2))
         axes = fig.subplots(1, len(present), squeeze=False)[0]
         for panel, column in enumerate(present):
             ax = axes[panel]
@@ -192,7 +282,7 @@ def histograms(
                         linewidth=1.6, color=color(index), label=label(model))
             ax.set_xlim(0, 1)
             _finish(ax, names[columns.index(column)], "share of rows" if panel == 0 else None)
-        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[-1].legend()
     return to_svg(fig, chart_id)
 
 
@@ -203,26 +293,22 @@ def heatmap(
     present = [k for k, c in enumerate(columns) if _has_values(frame, [c])]
     if not present:
         return None
-    rows = pair_labels(frame, "model", "category")
+    rows = [shorten(r, RC["font.size"]) for r in pair_labels(frame, "model", "category")]
     grid = np.column_stack([_values(frame, columns[k]) for k in present])
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 1.2 + 0.28 * len(rows)), layout="constrained")
-        ax = fig.add_subplot()
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 1.2 + 0.28 * len(rows)))
+        ax, bar = fig.subplots(1, 2, width_ratios=(1.0, 0.025))
+        ax.grid(False)
+        ax.tick_params(length=0, bottom=False, left=False)  # before any tick exists
         image = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="viridis",
                           vmin=0.0, vmax=1.0)
         ax.set_xticks(np.arange(len(present)), [names[k] for k in present], rotation=30,
                       ha="right")
         ax.set_yticks(np.arange(len(rows)), rows)
-        ax.grid(False)
-        ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
-        i_idx, j_idx = np.nonzero(~np.isnan(grid))
-        for k in range(i_idx.size):
-            value = grid[i_idx[k], j_idx[k]]
-            ax.text(j_idx[k], i_idx[k], f"{value:.2f}", ha="center", va="center", fontsize=7,
-                    color="black" if value > 0.6 else "white")
-        fig.colorbar(image, ax=ax, shrink=0.6)
+        cell_values(ax, grid, size=7, white_upto=0.6)
+        fig.colorbar(image, cax=bar)
     return to_svg(fig, chart_id)
 
 
@@ -278,12 +364,12 @@ def noise_curves(
         panels.append((f1, "answer_f1", "Answer F1 by noise level", "answer F1", 1.0))
     if not panels:
         return None
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.4))
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
         for k, (frame, column, title, ylabel, ymax) in enumerate(panels):
             _curve_panel(axes[k], frame, column, models, title, ylabel, ymax)
-        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[-1].legend()
     return to_svg(fig, chart_id)
 
 
@@ -313,8 +399,8 @@ def quadrant(
     panels = [c for c in ("faithfulness", "overlap") if _has_values(by_model, [c])]
     if not panels or not _has_values(by_model, ["answer_f1"]):
         return None
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 3.8), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.8))
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
         for k, x in enumerate(panels):
             ax = axes[k]
@@ -328,7 +414,7 @@ def quadrant(
             ax.set_ylim(0, 1)
             ax.set_xlabel(x)
             _finish(ax, f"{x.capitalize()} vs answer F1", "answer F1" if k == 0 else None)
-        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[-1].legend()
     return to_svg(fig, chart_id)
 
 
@@ -342,8 +428,8 @@ def cost_vs_abstain(
               if _has_values(by_model, [c])]
     if not panels or not _has_values(by_model, ["abstain_rate"]):
         return None
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 3.4))
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
         for k, (x, name) in enumerate(panels):
             ax = axes[k]
@@ -352,7 +438,7 @@ def cost_vs_abstain(
             ax.set_xlabel(name)
             _finish(ax, f"{name.capitalize()} vs abstain rate",
                     "abstain rate" if k == 0 else None)
-        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[-1].legend()
     return to_svg(fig, chart_id)
 
 
@@ -365,8 +451,8 @@ def category_profile(
         return None
     ncols = min(3, len(models))
     nrows = -(-len(models) // ncols)
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 0.4 + 2.8 * nrows), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 0.4 + 2.8 * nrows))
         axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
         for index, model in enumerate(models):
             ax = axes[index]
@@ -375,14 +461,14 @@ def category_profile(
             x = np.arange(len(categories))
             width = 0.8 / len(columns)
             for k, column in enumerate(columns):
-                ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(_values(part, column)), width,
-                       color=color(k), label=names[k])
+                bars(ax, x - 0.4 + width * (k + 0.5), np.nan_to_num(_values(part, column)),
+                      width, color=color(k), label=names[k])
             ax.set_xticks(x, categories, rotation=35, ha="right", fontsize=7)
             ax.set_ylim(0, 1)
             _finish(ax, label(model))
         for ax in axes[len(models):]:
             ax.set_visible(False)
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center",
                    ncols=len(columns))
     return to_svg(fig, chart_id)
 
@@ -403,7 +489,7 @@ def failure_modes(frame: pl.DataFrame, *, chart_id: str) -> str | None:
     groups = frame.select("model", "scoring_category").unique().sort(
         "model", "scoring_category", nulls_last=True
     )
-    rows = pair_labels(groups, "model", "scoring_category")
+    rows = [shorten(r, RC["font.size"]) for r in pair_labels(groups, "model", "scoring_category")]
     wide = groups.join(
         frame.pivot("primary_failure_mode", index=["model", "scoring_category"], values="share"),
         on=["model", "scoring_category"], how="left", nulls_equal=True, maintain_order="left",
@@ -411,18 +497,19 @@ def failure_modes(frame: pl.DataFrame, *, chart_id: str) -> str | None:
     y = np.arange(len(rows))
     left = np.zeros(len(rows))
     colors = ["#009E73", *(c for c in PALETTE if c != "#009E73")]
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 1.0 + 0.26 * len(rows)), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 1.0 + 0.26 * len(rows)))
         ax = fig.add_subplot()
         for k, mode in enumerate(modes):
             share = np.nan_to_num(_values(wide, mode))
-            ax.barh(y, share, left=left, color=colors[k % len(colors)], label=mode, height=0.8)
+            bars(ax, y, share, 0.8, start=left, horizontal=True, color=colors[k % len(colors)],
+                  label=mode)
             left += share
         ax.set_yticks(y, rows)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of rows")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend()
         _finish(ax, "Primary failure mode")
     return to_svg(fig, chart_id)
 
@@ -461,11 +548,11 @@ def slice_deltas(
     if not present:
         return None
     keys = _slice_order(part, max_slices)
-    labels = [label(text) for text in keys["slice_label"].to_list()]
+    labels = [shorten(label(text), RC["font.size"]) for text in keys["slice_label"].to_list()]
     rows = keys.with_row_index("_y")
     step = 0.7 / max(len(models), 1)
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 1.1 + 0.24 * len(labels)), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 1.1 + 0.24 * len(labels)))
         axes = fig.subplots(1, len(present), squeeze=False, sharey=True)[0]
         for k, metric in enumerate(present):
             ax = axes[k]
@@ -497,6 +584,5 @@ def slice_deltas(
         shown = [(index, model) for index, model in enumerate(models) if model in drawn]
         handles = [Line2D([], [], marker="o", linestyle="none", color=color(index))
                    for index, _ in shown]
-        axes[-1].legend(handles, [label(m) for _, m in shown], loc="upper left",
-                        bbox_to_anchor=(1.0, 1.0))
+        axes[-1].legend(handles, [label(m) for _, m in shown])
     return to_svg(fig, chart_id)

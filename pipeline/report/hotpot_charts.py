@@ -22,18 +22,14 @@ row, and the distributions and the radar cover every row.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
-from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.typing import RcKeyType
 
-from pipeline.report.charts import RC, WIDTH_IN, color, label, to_svg
+from pipeline.report.charts import WIDTH_IN, bars, cell_values, color, label, style, to_svg
 
 #: Rows per model in the per-example plots (the first ones in input order).
 EXAMPLES_SHOWN = 30
@@ -61,13 +57,6 @@ _CITATION_COLORS = ("#95E1D3", "#F38181", "#FFAA5A")
 _LABEL_CHARS = 14
 #: One figure: (chart id, SVG or None, caption, text shown when there is nothing to plot).
 Plot = tuple[str, str | None, str, str]
-
-
-@contextlib.contextmanager
-def _style(chart_id: str) -> Iterator[None]:
-    settings: dict[RcKeyType, Any] = {**RC, "svg.hashsalt": f"rag-eval-report:{chart_id}"}
-    with rc_context(settings):
-        yield
 
 
 def _column(frame: pl.DataFrame, name: str) -> np.ndarray:
@@ -99,17 +88,6 @@ def _has_any(rows: pl.DataFrame, columns: Sequence[str]) -> bool:
     return rows.height > 0 and any(rows[c].drop_nulls().len() > 0 for c in present)
 
 
-def _panels_figure(panel_height: float, n_panels: int) -> Figure:
-    """A figure of ``n_panels`` stacked per-example panels with fixed margins (room for the
-    rotated id labels under each panel and the legend or colour bar on the right): one draw
-    when saved, where a constrained layout draws twice (half the time of these charts)."""
-    height = panel_height * n_panels
-    fig = Figure(figsize=(WIDTH_IN, height))
-    fig.subplots_adjust(left=0.07, right=0.84, top=1 - 0.3 / height, bottom=0.8 / height,
-                        hspace=0.85)
-    return fig
-
-
 def _example_axis(ax: Axes, labels: list[str]) -> None:
     ax.set_xticks(np.arange(len(labels)), labels, rotation=60 if len(labels) > 8 else 0,
                   ha="right" if len(labels) > 8 else "center", fontsize=7)
@@ -131,19 +109,19 @@ def per_example_bars(
     if not panels:
         return None
     width = 0.8 / len(metrics)
-    with _style(chart_id):
-        fig = _panels_figure(2.6, len(panels))
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 2.6 * len(panels)))
         axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
         for ax, (model, part) in zip(axes, panels, strict=True):
             x = np.arange(part.height)
             for k, (name, text) in enumerate(metrics):
-                ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(_column(part, name)), width,
-                       label=text, color=colors[k], alpha=0.8)
+                bars(ax, x - 0.4 + width * (k + 0.5), np.nan_to_num(_column(part, name)), width,
+                     label=text, color=colors[k], alpha=0.8)
             _example_axis(ax, part["label"].to_list())
             ax.set_ylim(0, 1.1)
             ax.set_ylabel("score")
             ax.set_title(f"{title}: {label(model)}", loc="left")
-        axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[0].legend()
     return to_svg(fig, chart_id)
 
 
@@ -155,8 +133,8 @@ def distribution(
     if not _has_any(rows, [column]):
         return None
     bins = [k / 10 for k in range(11)]
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 2.8), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 2.8))
         ax = fig.add_subplot()
         for index, model in enumerate(models):
             values = rows.filter(pl.col("model").eq_missing(model))[column].drop_nulls()
@@ -172,7 +150,7 @@ def distribution(
         ax.set_xlabel(f"{title} score")
         ax.set_ylabel("share of rows")
         ax.set_title(f"{title} distribution", loc="left")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend()
     return to_svg(fig, chart_id)
 
 
@@ -186,26 +164,24 @@ def example_heatmap(
     panels = [(m, part) for m, part in panels if _has_any(part, columns)]
     if not panels:
         return None
-    with _style(chart_id):
-        fig = _panels_figure(2.4, len(panels))
-        axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 2.4 * len(panels)))
+        cells = fig.add_gridspec(len(panels), 2, width_ratios=(1.0, 0.02))
+        axes = [fig.add_subplot(cells[k, 0]) for k in range(len(panels))]
         image = None
         for ax, (model, part) in zip(axes, panels, strict=True):
+            ax.grid(False)
+            ax.tick_params(length=0, bottom=False, left=False)  # before any tick exists
             grid = np.vstack([_column(part, name) for name in columns])
             image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdYlGn", aspect="auto",
                               vmin=0.0, vmax=1.0)
             ax.set_yticks(np.arange(len(columns)), [text for _, text in EXAMPLE_METRICS])
             _example_axis(ax, part["label"].to_list())
-            ax.grid(False)
-            ax.tick_params(length=0)
             ax.set_title(f"Performance heatmap: {label(model)}", loc="left")
             if part.height <= EXAMPLES_SHOWN:
-                i_idx, j_idx = np.nonzero(~np.isnan(grid))
-                for k in range(i_idx.size):
-                    ax.text(j_idx[k], i_idx[k], f"{grid[i_idx[k], j_idx[k]]:.2f}", ha="center",
-                            va="center", fontsize=6)
+                cell_values(ax, grid, size=6)
         if image is not None:
-            fig.colorbar(image, ax=list(axes), shrink=0.8, label="score")
+            fig.colorbar(image, cax=fig.add_subplot(cells[:, 1]), label="score")
     return to_svg(fig, chart_id)
 
 
@@ -221,8 +197,8 @@ def radar(by_model: pl.DataFrame, *, chart_id: str) -> str | None:
         return None
     angles = np.linspace(0, 2 * np.pi, len(drawn), endpoint=False)
     closed = np.concatenate((angles, angles[:1]))
-    with _style(chart_id):
-        fig = Figure(figsize=(WIDTH_IN, 4.6), layout="constrained")
+    with style(chart_id):
+        fig = Figure(figsize=(WIDTH_IN, 4.6))
         ax = fig.add_subplot(projection="polar")
         for index, record in enumerate(by_model.to_dicts()):
             values = [float(record[c]) if record[c] is not None else 0.0 for c, _ in drawn]
@@ -233,7 +209,7 @@ def radar(by_model: pl.DataFrame, *, chart_id: str) -> str | None:
         ax.set_xticks(angles, [text for _, text in drawn])
         ax.set_ylim(0, 1)
         ax.set_title("Overall performance profile", loc="left")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.05, 1.05))
+        ax.legend()
     return to_svg(fig, chart_id)
 
 
