@@ -6,7 +6,9 @@ from typing import Any
 
 import polars as pl
 import pytest
+from matplotlib.figure import Figure
 
+from pipeline.report import charts, hotpot_charts
 from pipeline.schema import PROVENANCE_SCHEMA, RECORD_SCHEMA
 
 
@@ -39,3 +41,18 @@ def _isolated_embedding_cache(tmp_path_factory: pytest.TempPathFactory):
     patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
     yield
     patch.undo()
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Figure]]:
+    """The figures the charts save (through the real :func:`~pipeline.report.charts.to_svg`)."""
+    figures: list[tuple[str, Figure]] = []
+    real = charts.to_svg
+
+    def capture(fig: Figure, chart_id: str) -> str:
+        figures.append((chart_id, fig))
+        return real(fig, chart_id)
+
+    monkeypatch.setattr(charts, "to_svg", capture)
+    monkeypatch.setattr(hotpot_charts, "to_svg", capture)
+    return figures

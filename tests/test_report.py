@@ -18,7 +18,7 @@ from test_report_charts import layout_problems
 
 from pipeline.cli import main
 from pipeline.ingest_rgb import ingest_rgb
-from pipeline.report import SECTION_IDS, charts, hotpot_charts, write_report
+from pipeline.report import SECTION_IDS, write_report
 from pipeline.report.data import WORST_N, load_run
 from pipeline.report.page import (
     SCRIPT,
@@ -206,16 +206,7 @@ def test_charts_are_inline_svg_without_metadata(report: str) -> None:
     assert 'font-family' in report  # svg.fonttype none: text stays text
 
 
-def test_every_chart_fits_its_figure(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    drawn: list[tuple[str, Figure]] = []
-    real = charts.to_svg
-
-    def capture(fig: Figure, chart_id: str) -> str:
-        drawn.append((chart_id, fig))
-        return real(fig, chart_id)
-
-    monkeypatch.setattr(charts, "to_svg", capture)
-    monkeypatch.setattr(hotpot_charts, "to_svg", capture)
+def test_every_chart_fits_its_figure(run_dir: Path, drawn: list[tuple[str, Figure]]) -> None:
     render(load_run(run_dir))
     assert len(drawn) == 16
     assert [p for chart_id, fig in drawn for p in layout_problems(chart_id, fig)] == []

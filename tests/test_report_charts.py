@@ -30,21 +30,6 @@ LONG_CATEGORY = "Factual questions with multi-hop reasoning over long documents"
 MODELS = (LONG_MODEL, "<script>alert(1)</script>", "c", None, "model-with-a-rather-long-name")
 
 
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Figure]]:
-    """The figures the charts save (through the real :func:`~pipeline.report.charts.to_svg`)."""
-    figures: list[tuple[str, Figure]] = []
-    real = charts.to_svg
-
-    def capture(fig: Figure, chart_id: str) -> str:
-        figures.append((chart_id, fig))
-        return real(fig, chart_id)
-
-    monkeypatch.setattr(charts, "to_svg", capture)
-    monkeypatch.setattr(hotpot_charts, "to_svg", capture)
-    return figures
-
-
 def _panel_texts(ax: Axes) -> Iterator[Text]:
     """The tick labels ``ax`` draws, its axis labels and its titles."""
     for axis in (ax.xaxis, ax.yaxis):
