@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
-from pipeline.io.background import BackgroundWriter, Prefetch, ordered_map
+from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.parquet_options import parquet_writer
 from pipeline.io.partitioned import PartitionedWriter, partition_dir
@@ -202,9 +202,8 @@ def stream_scores(
             first = _read_and_validate(
                 inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
             )
-        workers = scoring_workers(first.scorer)
-        rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes,
-                                     max(1, batch_rows // workers), DEFAULT_BATCH_BYTES // workers)
+        rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
+                                     DEFAULT_BATCH_BYTES)
         log.info(
             "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
             first.n_valid, rows_per_batch,
@@ -233,20 +232,6 @@ def stream_scores(
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-#: Batches scored at once where no embedding model runs. A polars query runs part of its
-#: expressions one after another, so one batch at a time leaves a core idle (measured: the
-#: lexical set's scoring 11 % faster in wall time on 2 cores with two batches in flight). Each
-#: worker scores batches of ``batch_rows / SCORING_WORKERS`` rows (and text bytes), so the rows
-#: in flight, and memory, stay what ``batch_rows`` says.
-SCORING_WORKERS = 2
-
-
-def scoring_workers(scorer: BatchScorer) -> int:
-    """How many batches to score at once: :data:`SCORING_WORKERS`, or 1 where an embedding
-    model runs (the model already uses every core, and its cache fills batch by batch)."""
-    return 1 if scorer.embeds else SCORING_WORKERS
-
-
 def _single_pass(
     inputs: Sequence[Path],
     config: Config,
@@ -268,7 +253,6 @@ def _single_pass(
     """
     base = BatchScorer.for_config(config, specs=specs)
     schema = base.output_schema
-    workers = scoring_workers(base)
     scorers: dict[int, BatchScorer] = {}
     timer = PhaseTimer()
     n_read = n_valid = 0
@@ -296,10 +280,13 @@ def _single_pass(
 
         return run
 
-    def batches(
-        rejected_out: pq.ParquetWriter, texts_out: pq.ParquetWriter, background: BackgroundWriter
-    ) -> Iterator[pl.DataFrame]:
-        nonlocal n_read, n_valid
+    # Three threads overlap: the next chunk is read and validated while this one is scored,
+    # and the previous scores are written (in order) meanwhile.
+    with (
+        parquet_writer(rejected_target, rejected_schema) as rejected_out,
+        parquet_writer(texts_target, texts_schema) as texts_out,
+        BackgroundWriter() as background,
+    ):
         for chunk in Prefetch(validated()):
             n_read += chunk.n_read
             valid = chunk.records
@@ -308,33 +295,19 @@ def _single_pass(
             texts = valid.select(TEXT_COLUMNS).to_arrow().cast(texts_schema)
             background.submit(timed_write(rejected_out.write_table, rejected))
             background.submit(timed_write(texts_out.write_table, texts))
-            rows = batch_rows_for(valid, max(1, batch_rows // workers),
-                                  DEFAULT_BATCH_BYTES // workers)
+            rows = batch_rows_for(valid, batch_rows)
             for offset in range(0, valid.height, rows):
-                yield valid.slice(offset, rows)
+                batch = valid.slice(offset, rows)
+                start = time.perf_counter()
+                stats = CorpusStats(n_candidates=candidate_count(batch))
+                scorer = scorers.setdefault(stats.n_candidates, replace(base, stats=stats))
+                scores = scorer.score_frame(batch).to_arrow().cast(schema)
+                timer.add("scoring", time.perf_counter() - start)
+                background.submit(timed_write(sink.write, scores))
+                if on_progress is not None:
+                    on_progress("scoring", batch.height)
             if on_progress is not None:
                 on_progress("reading", chunk.n_read)
-
-    def score(batch: pl.DataFrame) -> pa.Table:
-        start = time.perf_counter()
-        stats = CorpusStats(n_candidates=candidate_count(batch))
-        scorer = scorers.setdefault(stats.n_candidates, replace(base, stats=stats))
-        scores = scorer.score_frame(batch).to_arrow().cast(schema)
-        timer.add("scoring", time.perf_counter() - start)
-        return scores
-
-    # The next chunk is read and validated on one thread while batches are scored on
-    # SCORING_WORKERS others and earlier scores are written (in order) on another.
-    with (
-        parquet_writer(rejected_target, rejected_schema) as rejected_out,
-        parquet_writer(texts_target, texts_schema) as texts_out,
-        BackgroundWriter() as background,
-    ):
-        scored = ordered_map(score, batches(rejected_out, texts_out, background), workers)
-        for batch, scores in scored:
-            background.submit(timed_write(sink.write, scores))
-            if on_progress is not None:
-                on_progress("scoring", batch.height)
     timer.log_all(("read+validate", "scoring", "writing"))
     log.info("single pass: %d rows read, %d valid", n_read, n_valid)
     result = StreamResult(n_read=n_read, n_scored=n_valid, n_reused=0,
@@ -369,36 +342,22 @@ def _score_records(
         if stale:
             log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
     n_scored = n_reused = 0
-
-    def split_reused(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-        """The rows of ``frame`` to score, and the earlier scores of the reused ones."""
-        if split.duplicates is not None:
-            frame = frame.join(split.duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
-        if earlier is None or not frame.height:
-            return frame, None
-        reused, frame = earlier.match(frame)
-        return frame, reused if reused.height else None
-
-    def score(frame: pl.DataFrame) -> pa.Table | None:
-        if not frame.height:
-            return None
-        return scorer.score_frame(frame).to_arrow().cast(scorer.output_schema)
-
-    # The next batch is read while batches are scored on scoring_workers() threads; scores are
-    # written (in order) meanwhile. Reused rows are matched in order on this thread.
+    # The next batch is read while this one is scored; scores are written (in order) meanwhile.
     with BackgroundWriter() as background:
-        frames = Prefetch(_frames(first.records, rows_per_batch))
-        parts = (split_reused(frame) for frame in frames)
-        scored = ordered_map(lambda part: score(part[0]), parts, scoring_workers(scorer))
-        for (frame, reused), table in scored:
+        for frame in Prefetch(_frames(first.records, rows_per_batch)):
+            if split.duplicates is not None:
+                frame = frame.join(split.duplicates, on=[SOURCE_COLUMN, ROW_COLUMN], how="anti")
             done = 0
-            if reused is not None:
-                scores = scorer.refresh(reused, stale).select(scorer.output_schema.names)
-                refreshed = scores.to_arrow().cast(scorer.output_schema)
-                background.submit(functools.partial(sink.write, refreshed))
-                n_reused += reused.height
-                done += reused.height
-            if table is not None:
+            if earlier is not None and frame.height:
+                reused, frame = earlier.match(frame)
+                if reused.height:
+                    scores = scorer.refresh(reused, stale).select(scorer.output_schema.names)
+                    table = scores.to_arrow().cast(scorer.output_schema)
+                    background.submit(functools.partial(sink.write, table))
+                    n_reused += reused.height
+                    done += reused.height
+            if frame.height:
+                table = scorer.score_frame(frame).to_arrow().cast(scorer.output_schema)
                 background.submit(functools.partial(sink.write, table))
             n_scored += frame.height
             if on_progress is not None:

@@ -3,10 +3,8 @@
 polars, pyarrow and DuckDB release the GIL while they work, so a chunk can be read and
 validated on one thread while the previous one is scored on the main thread and the one before
 is written on a third. :class:`Prefetch` runs an iterator ahead of its consumer;
-:class:`BackgroundWriter` runs write calls in submission order; :func:`ordered_map` applies a
-function to several items at once and hands the results back in input order. Each holds at
-most ``depth`` (or ``workers``) pending items, so memory stays bounded, and each re-raises a
-worker's exception in the caller.
+:class:`BackgroundWriter` runs write calls in submission order. Both hold at most ``depth``
+pending items, so memory stays bounded, and both re-raise a worker's exception in the caller.
 """
 
 from __future__ import annotations
@@ -14,13 +12,10 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 _DONE = object()
 
@@ -138,36 +133,3 @@ class BackgroundWriter:
         # The body's exception is the one to report; still wait for the thread.
         with contextlib.suppress(BaseException):
             self.close()
-
-
-def ordered_map(
-    fn: Callable[[T], R], items: Iterable[T], workers: int = 2
-) -> Iterator[tuple[T, R]]:
-    """``(item, fn(item))`` for each of ``items``, in input order, with up to ``workers`` calls
-    running at once on a thread pool (``items`` is consumed on the caller's thread).
-
-    Worth it where ``fn`` releases the GIL but does not use every core by itself (a polars
-    query whose expressions run one after another); at most ``workers`` items are in flight.
-    An exception of ``fn`` is raised in the caller when its item's turn comes.
-
-    >>> [r for _, r in ordered_map(lambda x: x * x, range(5))]
-    [0, 1, 4, 9, 16]
-    """
-    if workers <= 1:
-        for item in items:
-            yield item, fn(item)
-        return
-    pending: deque[tuple[T, Future[R]]] = deque()
-    with ThreadPoolExecutor(workers, thread_name_prefix="rag-eval-score") as pool:
-        try:
-            for item in items:
-                pending.append((item, pool.submit(fn, item)))
-                if len(pending) >= workers:
-                    done, future = pending.popleft()
-                    yield done, future.result()
-            while pending:
-                done, future = pending.popleft()
-                yield done, future.result()
-        finally:
-            for _, future in pending:
-                future.cancel()
