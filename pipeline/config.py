@@ -28,6 +28,8 @@ from pipeline.rules import RuleFileError, RuleSet, load_rules
 from pipeline.rules.files import (
     STOPWORDS_FILE,
     SYNONYMS_FILE,
+    WORDNET_EXCEPTIONS_FILE,
+    WORDNET_SENSES_FILE,
     bundled_file,
     files_digest,
     read_bytes,
@@ -345,12 +347,17 @@ class Config:
     def keyword_digest(self) -> str:
         """Short digest of what fixes the keyword lists: the bytes of the stopword and synonym
         files and the lemmatizer's version (the lists themselves are built only by runs that
-        use them; building the synonym table loads simplemma's dictionary, 0.2 s)."""
-        files = ((self.stopwords_file, STOPWORDS_FILE),
-                 (self.synonyms_file, self.bundled(SYNONYMS_FILE)))
+        use them; building the synonym table loads simplemma's dictionary, 0.2 s). Under the
+        enhanced-framework preset, its keyword rule and the bytes of the WordNet tables it
+        reads instead of simplemma (docs/compat.md)."""
+        files = [(self.stopwords_file, self.bundled(STOPWORDS_FILE)),
+                 (self.synonyms_file, self.bundled(SYNONYMS_FILE))]
+        prefix = f"simplemma {version('simplemma')}"
+        if self.compat_preset == "enhanced-framework":
+            files += [(None, WORDNET_SENSES_FILE), (None, WORDNET_EXCEPTIONS_FILE)]
+            prefix = "enhanced-framework keywords: wordnet 3.0, nltk 3.8.1 morphy"
         return files_digest(
-            (read_bytes(path, bundled)[0] for path, bundled in files),
-            prefix=f"simplemma {version('simplemma')}".encode(),
+            (read_bytes(path, bundled)[0] for path, bundled in files), prefix=prefix.encode()
         )
 
 

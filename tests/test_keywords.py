@@ -216,6 +216,18 @@ def test_malformed_synonyms_name_file_and_line(tmp_path, content, message):
         load_synonyms(path)
 
 
+def test_synonym_members_are_lemmatized_as_keywords_are(tmp_path):
+    """simplemma by default; WordNet's noun lemmas under the enhanced-framework preset."""
+    path = tmp_path / "syn.tsv"
+    path.write_text("oceans, seas\nbought, purchased\n", encoding="utf-8")
+    assert load_synonym_table(path, lemmatizer="wordnet").concept == {
+        "ocean": "ocean", "sea": "ocean", "bought": "bought", "purchased": "bought"
+    }
+    assert load_synonym_table(path).concept["purchase"] == "buy"
+    with pytest.raises(ValueError, match="unknown lemmatizer 'porter'"):
+        load_synonym_table(path, lemmatizer="porter")
+
+
 def test_malformed_stopwords_name_file_and_line(tmp_path):
     path = tmp_path / "bad_stop.txt"
     path.write_text("the\nof the\n", encoding="utf-8")

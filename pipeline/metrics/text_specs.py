@@ -16,7 +16,7 @@ from pipeline.metrics.embedding import grounding, semantic
 from pipeline.metrics.lexical import bleu, keywords, numeric, rouge, tfidf
 from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
-from pipeline.rules.files import SYNONYMS_FILE
+from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE
 from pipeline.text.rouge_tokenize import rouge_tokens
 from pipeline.text.tokenize import punctuation_deleted_words
 from pipeline.text.tokenize_13a import tokens_13a
@@ -51,12 +51,16 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
         columns[_BLEU[0]] = tokens_13a(response)
         columns[_BLEU[1]] = tokens_13a(pl.col("reference"))
     if "_keywords" in needed:
-        stopwords = keywords.load_stopwords(inputs.config.stopwords_file)
+        config = inputs.config
+        stopwords = keywords.load_stopwords(
+            config.stopwords_file, bundled=config.bundled(STOPWORDS_FILE)
+        )
         phrases = _synonyms(inputs).phrases
+        extract = keywords.framework_keywords if _framework_keywords(inputs) else keywords.keywords
         sources = {_KEYWORDS[0]: response, _KEYWORDS[1]: pl.col("reference"),
                    _KEYWORDS[2]: pl.col("question")}
         columns.update(
-            (name, keywords.keywords(text, stopwords=stopwords, phrases=phrases))
+            (name, extract(text, stopwords=stopwords, phrases=phrases))
             for name, text in sources.items()
         )
     if "_grounding" in needed:
@@ -64,12 +68,25 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
     return columns
 
 
+def _framework_keywords(inputs: Inputs) -> bool:
+    """Under the enhanced-framework preset the keyword metrics key texts, and find keywords, as
+    that framework does (WordNet; :mod:`pipeline.metrics.lexical.keywords`)."""
+    return inputs.config.compat_preset == "enhanced-framework"
+
+
 def _synonyms(inputs: Inputs) -> keywords.SynonymTable:
     """The synonym groups of the config: its file, else the preset's or the bundled one."""
     config = inputs.config
     return keywords.load_synonym_table(
-        config.synonyms_file, bundled=config.bundled(SYNONYMS_FILE)
+        config.synonyms_file, bundled=config.bundled(SYNONYMS_FILE),
+        lemmatizer="wordnet" if _framework_keywords(inputs) else "simplemma",
     )
+
+
+def _without_keywords(inputs: Inputs) -> float:
+    """The keyword scores of a reference (question) without keywords: nothing to cover, 1.0;
+    the enhanced text evaluation framework's 0.0 under its preset."""
+    return 0.0 if _framework_keywords(inputs) else 1.0
 
 
 def _grounding_counts(inputs: Inputs) -> pl.Expr:
@@ -205,7 +222,8 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "content_coverage", "lexical",
         lambda inputs: keywords.content_coverage(
-            pl.col(_KEYWORDS[0]), pl.col(_KEYWORDS[1]), synonyms=_synonyms(inputs)
+            pl.col(_KEYWORDS[0]), pl.col(_KEYWORDS[1]), _synonyms(inputs),
+            wordnet=_framework_keywords(inputs), empty=_without_keywords(inputs),
         ),
         pl.Float64(),
         "Share of reference keywords (lemmatized, stopwords removed, synonyms) in the response.",
@@ -214,7 +232,9 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "keyword_overlap", "relevance",
         lambda inputs: keywords.keyword_overlap(
-            pl.col(_KEYWORDS[2]), pl.col(_KEYWORDS[0]), synonyms=_synonyms(inputs)
+            pl.col(_KEYWORDS[2]), pl.col(_KEYWORDS[0]), _synonyms(inputs),
+            wordnet=_framework_keywords(inputs), empty=_without_keywords(inputs),
+            wordnet_limit=keywords.FRAMEWORK_SYNONYM_LIMIT,
         ),
         pl.Float64(), "Share of question keywords found in the response (content_coverage rules).",
         needs=("_keywords",),

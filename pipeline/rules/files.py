@@ -18,11 +18,14 @@ OVERALL_FILE = "overall.toml"
 #: Stopword list and synonym groups of the keyword metrics.
 STOPWORDS_FILE = "stopwords_en.txt"
 SYNONYMS_FILE = "synonyms.tsv"
+#: WordNet 3.0 tables of the enhanced-framework preset's keywords (pipeline.text.wordnet).
+WORDNET_SENSES_FILE = "wordnet-3.0-senses.parquet"
+WORDNET_EXCEPTIONS_FILE = "wordnet-3.0-exceptions.parquet"
 #: Bundled files that a compat preset replaces with its own, ``pipeline/data/<preset>.<name>``
 #: (docs/compat.md); a file named in the config still wins over the preset's.
 PRESET_FILES: dict[str, frozenset[str]] = {
     "enhanced-framework": frozenset(
-        {QUALITY_FILE, SAFETY_FILE, RELEVANCE_FILE, OVERALL_FILE, SYNONYMS_FILE}
+        {QUALITY_FILE, SAFETY_FILE, RELEVANCE_FILE, OVERALL_FILE, STOPWORDS_FILE, SYNONYMS_FILE}
     ),
 }
 

@@ -35,8 +35,14 @@ def punctuation_deleted_words(text: pl.Expr) -> pl.Expr:
     >>> pl.select(punctuation_deleted_words(text)).item().to_list()
     ['paris', 'in', 'îledefrance', 'isnt', '911', 'far']
     """
+    return whitespace_tokens(punctuation_deleted_text(text))
+
+
+def punctuation_deleted_text(text: pl.Expr) -> pl.Expr:
+    """``re.sub(r"[^\\w\\s]", "", text.lower())``: :func:`punctuation_deleted_words` before the
+    split."""
     kept = f"[^{word_class()}{space_class()}]"
-    return whitespace_tokens(python_lower(text).str.replace_all(kept, ""))
+    return python_lower(text).str.replace_all(kept, "")
 
 
 def squad_tokens(text: pl.Expr) -> pl.Expr:

@@ -44,6 +44,22 @@ Scores (Float64 in [0, 1]) take keyword lists, so each text is keyworded once an
 
 The stopword list (``pipeline/data/stopwords_en.txt``) and the synonym groups
 (``pipeline/data/synonyms.tsv``) are package data; a user file of the same format replaces them.
+
+The enhanced text evaluation framework (``[compat] preset = "enhanced-framework"``,
+docs/compat.md) keys its texts as its ``preprocess_text(t, lemmatize=True)`` does
+(:func:`framework_keywords`): its words (:func:`~pipeline.text.tokenize.punctuation_deleted_words`:
+lowercased, punctuation deleted, split at whitespace: "step-by-step" -> stepbystep, "350°F" ->
+350f), each lemmatized as a noun by WordNet (:func:`~pipeline.text.wordnet.noun_lemmas`, nltk
+3.8.1's ``WordNetLemmatizer``: "oceans" -> ocean, "wrote" stays wrote, "was" -> wa), then the
+lemmas in its stopword list dropped (scikit-learn 1.3.0's ``ENGLISH_STOP_WORDS``,
+``pipeline/data/enhanced-framework.stopwords_en.txt``; the word itself is not checked). Its
+coverage also counts a reference keyword one of whose WordNet synonyms is a response keyword
+(``wordnet=True``: the members of every synset of the keyword, all parts of speech,
+:func:`~pipeline.text.wordnet.synonyms`: "ocean" is found by "sea"), scores 0.0, not 1.0, when
+the reference has no keyword, and its keyword overlap looks synonyms up only for a question of
+fewer than 20 keywords (:data:`FRAMEWORK_SYNONYM_LIMIT`). The preset's synonym groups still
+apply, their single-word members lemmatized the same way; phrases are matched in the
+punctuation-deleted text.
 """
 
 from __future__ import annotations
@@ -59,9 +75,20 @@ import polars as pl
 import simplemma
 
 from pipeline.metrics.common import safe_div
-from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, read_text
+from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, bundled_file, read_text
+from pipeline.text import wordnet
+from pipeline.text.charclasses import space_class
+from pipeline.text.tokenize import punctuation_deleted_text, punctuation_deleted_words
 
 LEMMA_LANGUAGE = "en"
+#: How single words are lemmatized: simplemma (the default) or WordNet as a noun (the
+#: enhanced-framework preset).
+LEMMATIZERS: tuple[str, ...] = ("simplemma", "wordnet")
+#: The enhanced text evaluation framework looks WordNet synonyms up only for a question of fewer
+#: keywords than this (``len(question_words) < 20`` in its keyword overlap).
+FRAMEWORK_SYNONYM_LIMIT = 20
+#: The enhanced-framework preset's stopword list (scikit-learn 1.3.0's ENGLISH_STOP_WORDS).
+FRAMEWORK_STOPWORDS_FILE = bundled_file(STOPWORDS_FILE, "enhanced-framework")
 
 _WORD = r"[\p{L}\p{M}\p{N}]+(?:'[\p{L}\p{M}\p{N}]+)*"
 _FILE_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -97,28 +124,40 @@ def _as_word(raw: str, source: str, line: int) -> str:
 
 
 def _as_member(raw: str, source: str, line: int) -> str:
-    """A synonym member: a lemma, or a phrase of words separated by single spaces."""
+    """A synonym member as written: a word, or a phrase of words separated by single spaces."""
     phrase = " ".join(raw.strip().lower().replace("\u2019", "'").split())
-    if _FILE_PHRASE.fullmatch(phrase):
-        return phrase
-    if not _FILE_WORD.fullmatch(phrase):
+    if not (_FILE_PHRASE.fullmatch(phrase) or _FILE_WORD.fullmatch(phrase)):
         raise ValueError(f"{source}, line {line}: {raw.strip()!r} is not a word or a phrase")
-    return _lemma(phrase)
+    return phrase
+
+
+def _lemmatized(members: Iterable[str], lemmatizer: str) -> dict[str, str]:
+    """Each member's lemma (``lemmatizer`` of :data:`LEMMATIZERS`); a phrase is its own."""
+    distinct = set(members)
+    words = sorted(m for m in distinct if " " not in m)
+    if lemmatizer == "wordnet":
+        lemmas = wordnet.noun_lemmas(pl.Series(words, dtype=pl.String)).to_list()
+    elif lemmatizer == "simplemma":
+        lemmas = [_lemma(word) for word in words]
+    else:
+        raise ValueError(f"unknown lemmatizer {lemmatizer!r}: use one of {LEMMATIZERS}")
+    return {m: m for m in distinct if " " in m} | dict(zip(words, lemmas, strict=True))
 
 
 @cache
-def _stopwords(path: Path | None) -> frozenset[str]:
-    text, source = read_text(path, STOPWORDS_FILE)
+def _stopwords(path: Path | None, bundled: str) -> frozenset[str]:
+    text, source = read_text(path, bundled)
     return frozenset(_as_word(content, source, n) for n, content in _content_lines(text))
 
 
-def load_stopwords(path: Path | None = None) -> frozenset[str]:
-    """Stopwords, one word per line (lowercased; ``#`` comments); the packaged list by default.
+def load_stopwords(path: Path | None = None, *, bundled: str = STOPWORDS_FILE) -> frozenset[str]:
+    """Stopwords, one word per line (lowercased; ``#`` comments), from ``path`` or the bundled
+    file ``bundled`` (``pipeline/data/``): the packaged list by default.
 
-    >>> "the" in load_stopwords()
-    True
+    >>> "the" in load_stopwords(), "describe" in load_stopwords(bundled=FRAMEWORK_STOPWORDS_FILE)
+    (True, True)
     """
-    return _stopwords(None if path is None else Path(path))
+    return _stopwords(None if path is None else Path(path), bundled)
 
 
 @dataclass(frozen=True)
@@ -148,11 +187,16 @@ def _longest_first(phrases: Iterable[str]) -> tuple[str, ...]:
 
 
 @cache
-def _synonym_table(path: Path | None, bundled: str) -> SynonymTable:
+def _synonym_table(path: Path | None, bundled: str, lemmatizer: str) -> SynonymTable:
     text, source = read_text(path, bundled)
+    lines = [
+        (n, content, [_as_member(raw, source, n) for raw in re.split(r"[\t,]+", content)])
+        for n, content in _content_lines(text)
+    ]
+    lemma = _lemmatized((m for _, _, written in lines for m in written), lemmatizer)
     groups: list[list[str]] = []
-    for n, content in _content_lines(text):
-        members = sorted({_as_member(raw, source, n) for raw in re.split(r"[\t,]+", content)})
+    for n, content, written in lines:
+        members = sorted({lemma[m] for m in written})
         if len(members) < 2:
             raise ValueError(
                 f"{source}, line {n}: a synonym group needs two words with different lemmas, "
@@ -182,20 +226,21 @@ def _synonym_table(path: Path | None, bundled: str) -> SynonymTable:
 
 
 def load_synonym_table(
-    path: Path | None = None, *, bundled: str = SYNONYMS_FILE
+    path: Path | None = None, *, bundled: str = SYNONYMS_FILE, lemmatizer: str = "simplemma"
 ) -> SynonymTable:
     """Synonym groups from ``path``, or the bundled file ``bundled`` (``pipeline/data/``).
 
     One group per line, members separated by tabs or commas; ``#`` comments. A member is a
-    word (lowercased and lemmatized, so list base forms) or a phrase of words (lowercased, kept
-    as written, matched before words: "solar energy"). A group needs two distinct members; a
-    member may be in several groups (see the module docstring).
+    word (lowercased and lemmatized by ``lemmatizer``, one of :data:`LEMMATIZERS`, as keywords
+    are: list base forms) or a phrase of words (lowercased, kept as written, matched before
+    words: "solar energy"). A group needs two distinct members; a member may be in several
+    groups (see the module docstring).
 
     >>> table = load_synonym_table()
     >>> table.concept["automobile"], table.concept["solar energy"]
     ('auto', 'solar energy')
     """
-    return _synonym_table(None if path is None else Path(path), bundled)
+    return _synonym_table(None if path is None else Path(path), bundled, lemmatizer)
 
 
 def load_synonyms(path: Path | None = None, *, bundled: str = SYNONYMS_FILE) -> dict[str, str]:
@@ -284,6 +329,58 @@ def keywords(
     return lemmas.list.unique(maintain_order=True)
 
 
+def _wordnet_lists(words: pl.Series, stopwords: frozenset[str]) -> pl.Series:
+    """:func:`framework_keywords` of a ``List[String]`` column of words and phrases (without the
+    distinct step): WordNet noun lemmas of the batch's distinct words, computed by joins; lemmas
+    in ``stopwords`` map to null and are dropped; a phrase is its own keyword."""
+    vocabulary = words.explode(empty_as_null=False, keep_nulls=False).unique()
+    table = pl.DataFrame({"word": vocabulary, "lemma": wordnet.noun_lemmas(vocabulary)})
+    keyword = (
+        pl.when(pl.col("word").str.contains(" ", literal=True)).then(pl.col("word"))
+        .when(pl.col("lemma").is_in(sorted(stopwords))).then(None)
+        .otherwise(pl.col("lemma"))
+    )
+    table = table.with_columns(keyword=keyword)
+    mapping = pl.element().replace_strict(table["word"], table["keyword"])
+    return words.list.eval(mapping.drop_nulls())
+
+
+def framework_keywords(
+    text: pl.Expr, *, stopwords: frozenset[str] | None = None, phrases: Sequence[str] = ()
+) -> pl.Expr:
+    """Distinct keywords of a text as the enhanced text evaluation framework extracts them
+    (``List[String]``, in order of first occurrence; the module docstring says how).
+
+    ``stopwords`` defaults to its list (:data:`FRAMEWORK_STOPWORDS_FILE`); ``phrases`` (the
+    preset's multi-word synonym members) are matched in the punctuation-deleted text as whole
+    words, before words, and kept as one keyword each.
+
+    >>> import polars as pl
+    >>> text = pl.lit("Who wrote the oceans' 350°F step-by-step cookies? It was written.")
+    >>> pl.select(framework_keywords(text)).item().to_list()
+    ['wrote', 'ocean', '350f', 'stepbystep', 'cooky', 'wa', 'written']
+    """
+    stop = (load_stopwords(bundled=FRAMEWORK_STOPWORDS_FILE) if stopwords is None
+            else frozenset(stopwords))
+    if phrases:
+        space = f"[{space_class()}]"
+        alternatives = (f"{space}+".join(re.escape(word) for word in phrase.split())
+                        for phrase in _longest_first(phrases))
+        # Matches start where a word starts; a phrase must end where a word ends.
+        pattern = f"(?:{'|'.join(alternatives)})(?:{space}|$)|[^{space_class()}]+"
+        found = punctuation_deleted_text(text).str.extract_all(pattern).list.eval(
+            pl.element().str.replace_all(f"{space}+", " ").str.strip_suffix(" ")
+        )
+    else:
+        found = punctuation_deleted_words(text)
+    lemmas = found.map_batches(
+        partial(_wordnet_lists, stopwords=stop),
+        return_dtype=pl.List(pl.String),
+        is_elementwise=True,
+    )
+    return lemmas.list.unique(maintain_order=True)
+
+
 def _table(synonyms: SynonymTable | Mapping[str, str] | None) -> SynonymTable:
     if synonyms is None:
         return load_synonym_table()
@@ -319,37 +416,87 @@ def covered_concepts(
     return covered.list.unique()
 
 
+def _wordnet_found(pair: pl.Series, limit: int | None) -> pl.Series:
+    """Per row of a struct of keyword lists ``reference`` and ``response``: the reference
+    keywords one of whose WordNet synonyms (:func:`~pipeline.text.wordnet.synonyms`) is a
+    response keyword (``[]`` for none; none either where the reference has ``limit`` keywords
+    or more). Joins over the batch's distinct reference keywords, never a loop over rows."""
+    rows = pair.struct.unnest().with_row_index("row")
+    reference = rows.select("row", "reference")
+    if limit is not None:
+        reference = reference.filter(pl.col("reference").list.len() < limit)
+    expected = reference.explode("reference").drop_nulls().rename({"reference": "word"})
+    found = rows.select("row", synonym="response").explode("synonym").drop_nulls()
+    pairs = wordnet.synonyms(expected["word"].unique()).join(
+        found.select("synonym").unique(), on="synonym", how="semi"
+    )
+    hits = (
+        expected.join(pairs, on="word")
+        .join(found, on=["row", "synonym"], how="semi")
+        .group_by("row")
+        .agg(pl.col("word").unique(maintain_order=True))
+    )
+    out = rows.select("row").join(hits, on="row", how="left", maintain_order="left")
+    empty = pl.lit([], dtype=pl.List(pl.String))
+    return out.select(pl.col("word").fill_null(empty)).to_series().rename(pair.name)
+
+
 def content_coverage(
     response: pl.Expr,
     reference: pl.Expr,
     synonyms: SynonymTable | Mapping[str, str] | None = None,
+    *,
+    wordnet: bool = False,
+    empty: float = 1.0,
+    wordnet_limit: int | None = None,
 ) -> pl.Expr:
     """Share of the reference's keyword concepts found in the response (Float64 in [0, 1]).
 
     Takes keyword lists (:func:`keywords`). ``synonyms`` is a :class:`SynonymTable` or a
     mapping ``member -> canonical member`` of disjoint groups; the packaged groups by default,
-    ``{}`` for none. 1.0 when the reference has no keyword.
+    ``{}`` for none. ``empty`` (1.0) when the reference has no keyword. ``wordnet=True`` (the
+    enhanced-framework preset) also finds a reference keyword by its WordNet synonyms, for a
+    reference of fewer than ``wordnet_limit`` keywords when given (the module docstring).
 
     >>> import polars as pl
     >>> response = keywords(pl.lit("She purchased an automobile."))
     >>> reference = keywords(pl.lit("She bought a red car."))
     >>> pl.select(content_coverage(response, reference)).item()
     0.6666666666666666
+    >>> poem = framework_keywords(pl.lit("The deep blue sea."))
+    >>> pl.select(content_coverage(poem, framework_keywords(pl.lit("The ocean.")), {},
+    ...                            wordnet=True)).item()
+    1.0
     """
     table = _table(synonyms)
     expected = canonical_keywords(reference, table)
-    found = expected.list.set_intersection(covered_concepts(response, table))
-    return safe_div(found.list.len(), expected.list.len(), empty=1.0)
+    covered = covered_concepts(response, table)
+    if wordnet:
+        by_synonym = pl.struct(reference=reference, response=response).map_batches(
+            partial(_wordnet_found, limit=wordnet_limit),
+            return_dtype=pl.List(pl.String),
+            is_elementwise=True,
+        )
+        covered = covered.list.set_union(canonical_keywords(by_synonym, table))
+    found = expected.list.set_intersection(covered)
+    return safe_div(found.list.len(), expected.list.len(), empty=empty)
 
 
 def keyword_overlap(
     question: pl.Expr,
     response: pl.Expr,
     synonyms: SynonymTable | Mapping[str, str] | None = None,
+    *,
+    wordnet: bool = False,
+    empty: float = 1.0,
+    wordnet_limit: int | None = None,
 ) -> pl.Expr:
     """Share of the question's keyword concepts the response mentions (Float64 in [0, 1]).
 
-    :func:`content_coverage` with the question as the reference side; 1.0 when the question
-    has no keyword.
+    :func:`content_coverage` with the question as the reference side; ``empty`` (1.0) when the
+    question has no keyword. The enhanced-framework preset passes ``wordnet=True``,
+    ``empty=0.0`` and ``wordnet_limit=FRAMEWORK_SYNONYM_LIMIT`` (which counts only with
+    ``wordnet``).
     """
-    return content_coverage(response, question, synonyms)
+    return content_coverage(response, question, synonyms, wordnet=wordnet, empty=empty,
+                            wordnet_limit=wordnet_limit)
