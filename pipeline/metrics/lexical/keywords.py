@@ -468,18 +468,39 @@ def content_coverage(
     ...                            wordnet=True)).item()
     1.0
     """
-    table = _table(synonyms)
-    expected = canonical_keywords(reference, table)
-    covered = covered_concepts(response, table)
+    return pl.struct(reference=reference, response=response).map_batches(
+        partial(_coverage_batch, table=_table(synonyms), wordnet=wordnet, empty=empty,
+                wordnet_limit=wordnet_limit),
+        return_dtype=pl.Float64,
+        is_elementwise=True,
+    )
+
+
+def _coverage_batch(
+    pair: pl.Series, *, table: SynonymTable, wordnet: bool, empty: float,
+    wordnet_limit: int | None,
+) -> pl.Series:
+    """:func:`content_coverage` of a batch (a struct of ``reference`` and ``response`` keyword
+    lists), each list column computed once: polars does not share an expression containing
+    ``list.eval`` between its uses, so as one expression the reference's concepts were built
+    three times."""
+    frame = pair.struct.unnest()
+    lists = frame.select(
+        expected=canonical_keywords(pl.col("reference"), table),
+        covered=covered_concepts(pl.col("response"), table),
+    )
     if wordnet:
-        by_synonym = pl.struct(reference=reference, response=response).map_batches(
-            partial(_wordnet_found, limit=wordnet_limit),
-            return_dtype=pl.List(pl.String),
-            is_elementwise=True,
+        by_synonym = _wordnet_found(pair, wordnet_limit).alias("by_synonym")
+        lists = lists.with_columns(by_synonym).with_columns(
+            pl.col("covered").list.set_union(canonical_keywords(pl.col("by_synonym"), table))
         )
-        covered = covered.list.set_union(canonical_keywords(by_synonym, table))
-    found = expected.list.set_intersection(covered)
-    return safe_div(found.list.len(), expected.list.len(), empty=empty)
+    found = lists.select(
+        pl.col("expected").list.set_intersection(pl.col("covered")).list.len().alias("found"),
+        pl.col("expected").list.len().alias("expected"),
+    )
+    return found.select(
+        safe_div(pl.col("found"), pl.col("expected"), empty=empty)
+    ).to_series().rename(pair.name)
 
 
 def keyword_overlap(
