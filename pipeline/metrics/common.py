@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import polars as pl
 
 
@@ -17,6 +19,31 @@ def safe_div(numerator: pl.Expr, denominator: pl.Expr, *, empty: pl.Expr | float
         .then(fallback)
         .otherwise(numerator.cast(pl.Float64) / denominator.cast(pl.Float64))
     )
+
+
+
+def share_found(expected: pl.Expr, candidates: pl.Expr, *, empty: float) -> pl.Expr:
+    """``|expected ∩ candidates| / |expected|`` of two list columns (Float64), ``empty`` where
+    ``expected`` is empty, null where either is null.
+
+    The lists are computed once each (as the fields of a struct handed to a batch function):
+    polars does not share an expression containing ``list.eval`` between its uses, so written
+    as one expression ``expected`` would be built three times.
+
+    >>> pl.select(share_found(pl.lit(["a", "b", "c"]), pl.lit(["c", "a"]), empty=1.0)).item()
+    0.6666666666666666
+    """
+    return pl.struct(expected=expected, candidates=candidates).map_batches(
+        partial(_share_found_batch, empty=empty), return_dtype=pl.Float64, is_elementwise=True
+    )
+
+
+def _share_found_batch(pair: pl.Series, *, empty: float) -> pl.Series:
+    expected = pl.col("expected")
+    found = expected.list.set_intersection(pl.col("candidates")).list.len()
+    return pair.struct.unnest().select(
+        safe_div(found, expected.list.len(), empty=empty)
+    ).to_series().rename(pair.name)
 
 
 def harmonic_mean(precision: pl.Expr, recall: pl.Expr) -> pl.Expr:

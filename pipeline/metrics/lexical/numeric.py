@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.metrics.common import safe_div
+from pipeline.metrics.common import share_found
 
 _DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"
 _PERCENT = r"(?i)([0-9])\s*(?:[%\uff05\ufe6a]|per\s*cent\b)"
@@ -102,6 +102,4 @@ def numeric_accuracy(response: pl.Expr, reference: pl.Expr) -> pl.Expr:
     >>> pl.select(numeric_accuracy(response, reference)).item()
     0.6666666666666666
     """
-    expected = numbers(reference)
-    found = expected.list.set_intersection(numbers(response))
-    return safe_div(found.list.len(), expected.list.len(), empty=1.0)
+    return share_found(numbers(reference), numbers(response), empty=1.0)
