@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from functools import partial
+import operator
+from collections.abc import Sequence
+from functools import partial, reduce
 
 import polars as pl
 
@@ -44,6 +46,23 @@ def _share_found_batch(pair: pl.Series, *, empty: float) -> pl.Series:
     return pair.struct.unnest().select(
         safe_div(found, expected.list.len(), empty=empty)
     ).to_series().rename(pair.name)
+
+
+
+def sum_in_order(terms: Sequence[pl.Expr]) -> pl.Expr:
+    """``terms[0] + terms[1] + ...`` added left to right, as Python's ``a + b + c`` (null where
+    any term is null; at least one term).
+
+    ``pl.sum_horizontal`` adds in another order, which can differ in the last bit: a weighted
+    sum that Python makes 0.49999999999999994 it makes 0.5, and a threshold at 0.5 flips.
+
+    >>> terms = [0.35 * 0.3, 0.2, 0.15 * 0.7, 0.1 * 0.3, 0.0, 0.05, 0.05 * 0.2]
+    >>> pl.select(sum_in_order([pl.lit(t) for t in terms])).item() == sum(terms)
+    True
+    """
+    if not terms:
+        raise ValueError("sum_in_order needs at least one term")
+    return reduce(operator.add, terms)
 
 
 def harmonic_mean(precision: pl.Expr, recall: pl.Expr) -> pl.Expr:

@@ -54,7 +54,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.common import flag, sum_in_order
 from pipeline.metrics.composite.quality import band_feedback
 from pipeline.rules.overall import ACCURACY_INPUTS as ACCURACY_INPUTS
 from pipeline.rules.overall import (
@@ -105,7 +105,7 @@ def composite_accuracy(columns: Mapping[str, pl.Expr], *, rules: OverallRules) -
     1.0
     """
     terms = [w * columns[name].cast(pl.Float64) for name, w in rules.accuracy_weights.items()]
-    return pl.sum_horizontal(terms, ignore_nulls=False)
+    return sum_in_order(terms)
 
 
 def accuracy_feedback(accuracy: pl.Expr, category: pl.Expr, *, rules: OverallRules) -> pl.Expr:
@@ -143,9 +143,7 @@ def overall_score(
     scores = dict(zip(AREAS, (accuracy, relevance, safety, quality), strict=True))
     result = pl.lit(None, dtype=pl.Float64)
     for name, weights in reversed(list(rules.category_weights.items())):
-        total = pl.sum_horizontal(
-            [weights[area] * scores[area].cast(pl.Float64) for area in AREAS], ignore_nulls=False
-        )
+        total = sum_in_order([weights[area] * scores[area].cast(pl.Float64) for area in AREAS])
         result = pl.when(category == name).then(total).otherwise(result)
     return result
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.common import flag, sum_in_order
 from pipeline.rules.relevance import COMPOSITE_INPUTS, RelevanceRules, any_pattern
 from pipeline.text.tokenize import punctuation_deleted_words
 
@@ -176,7 +176,7 @@ def relevance_adjustment(
     expr: Any = pl
     for name, weights in rules.adjustment.items():
         terms = [weight * components[c] for c, weight in weights.items()]
-        value = pl.sum_horizontal(terms, ignore_nulls=False) if terms else pl.lit(0.0)
+        value = sum_in_order(terms) if terms else pl.lit(0.0)
         expr = expr.when(canonical == name).then(value)
     return pl.lit(0.0) if expr is pl else expr.otherwise(0.0)
 
@@ -204,7 +204,7 @@ def composite_relevance(
         rules.composite_weights[name] * components[name].cast(pl.Float64)
         for name in COMPOSITE_INPUTS
     ]
-    raw = pl.sum_horizontal([*weighted, adjustment], ignore_nulls=False)
+    raw = sum_in_order([*weighted, adjustment])
     return (raw - rules.refusal_penalty * refusal).clip(0.0, 1.0)
 
 
