@@ -326,11 +326,19 @@ class Config:
             f"absref:{self.abstention_reference}|icref:{self.insufficient_context_reference}|"
             f"unans:{','.join(self.unanswerable_types)}|"
             f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}|bleu:13a-exp-eff|"
-            f"kw:{self.keyword_digest()}|tfidf:corpus-distinct|"
+            f"kw:{self.keyword_digest()}|tfidf:{self.tfidf_mode()}|"
             f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|comp:{self.composite_digest()}|"
             f"rgb:{self.rgb_mode}-{self.rgb_phrase_digest()}"
             + (f"|compat:{self.compat_preset}" if self.compat_preset else "")
         )
+
+    def tfidf_mode(self) -> str:
+        """What ``tfidf_relevance``'s idf comes from: the run's distinct texts, or under the
+        enhanced-framework preset that framework's fixed eight-document corpus (docs/compat.md).
+        """
+        if self.compat_preset == "enhanced-framework":
+            return "framework-fixed-corpus"
+        return "corpus-distinct"
 
     def rgb_phrase_digest(self) -> str:
         """Short digest of the RGB rejection phrases and error keywords."""

@@ -6,9 +6,9 @@ The reference rows are the framework's own output as its documentation shows it
 their relevance columns, and the worked examples; ``compat_enhanced_framework.tsv``: the ten rows
 as its pandas-written TSV). Columns computed from the texts are scored here from the texts, all
 of them on every row (content coverage and keyword overlap with WordNet's lemmas and synonyms,
-pipeline/text/wordnet.py); the composites are computed from the reference rows' own component
-values where a component is not reproducible offline (the semantic embeddings of its model, its
-TF-IDF).
+pipeline/text/wordnet.py; TF-IDF relevance with its vectorizer's fixed corpus); the composites
+are computed from the reference rows' own component values where a component is not reproducible
+offline (the semantic embeddings of its model).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from pipeline.metrics.composite.overall import INPUT_COLUMNS, overall_scores
 from pipeline.metrics.composite.relevance_composite import canonical_category
 from pipeline.metrics.embedding.semantic import semantic_similarity
 from pipeline.metrics.lexical.bleu import bleu_statistics, matched_orders_bleu, textbook_bleu
+from pipeline.metrics.lexical.framework_tfidf import framework_idf, framework_tfidf_relevance
 from pipeline.metrics.lexical.keywords import content_coverage, keywords, load_synonym_table
 from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_relevance
 from pipeline.rules import load_rules
@@ -70,6 +71,7 @@ NUMBERS = {
     "numeric_accuracy": "accuracy_numeric_accuracy",
     "content_coverage": "accuracy_content_coverage",
     "keyword_overlap": "relevance_keyword_overlap",
+    "tfidf_relevance": "relevance_tfidf_relevance",
     "intent_match": "relevance_intent_match",
     "refusal_score": "relevance_refusal_score",
     "depth_score": "relevance_depth_score",
@@ -89,11 +91,11 @@ LABELS = {
 }
 FLAGS = {"length_ok": "quality_length_ok", "has_bias_risk": "safety_has_bias_risk",
          "is_refusal": "is_refusal"}
-#: Metrics that need neither an embedding model nor corpus statistics.
+#: Metrics that need no embedding model (nor, under the preset, corpus statistics).
 TEXT_METRICS = (
     "quality", "safety", "rouge_1", "rouge_2", "bleu_matched_orders", "bleu_textbook",
-    "numeric_accuracy", "content_coverage", "keyword_overlap", "intent_match", "refusal_score",
-    "is_refusal", "depth_score", "relevance_adjustment",
+    "numeric_accuracy", "content_coverage", "keyword_overlap", "tfidf_relevance", "intent_match",
+    "refusal_score", "is_refusal", "depth_score", "relevance_adjustment",
 )
 
 
@@ -167,12 +169,13 @@ def test_reference_relevance_rows():
     scored = score_texts(RELEVANCE_ROWS)
     for row, got in zip(RELEVANCE_ROWS, scored, strict=True):
         label = f"row index {row['row']}"
-        for metric in ("keyword_overlap", "intent_match", "refusal_score", "depth_score"):
+        for metric in ("keyword_overlap", "tfidf_relevance", "intent_match", "refusal_score",
+                       "depth_score"):
             assert round(got[metric], 4) == float(row[f"relevance_{metric}"]), (label, metric)
         weights = RULES.relevance.composite_weights
         composite = (
             weights["semantic_relevance"] * float(row["relevance_semantic_relevance"])
-            + weights["tfidf_relevance"] * float(row["relevance_tfidf_relevance"])
+            + weights["tfidf_relevance"] * got["tfidf_relevance"]
             + weights["keyword_overlap"] * float(row["relevance_keyword_overlap"])
             + weights["intent_match"] * got["intent_match"]
             + got["relevance_adjustment"]
@@ -327,6 +330,90 @@ def test_worked_example_tfidf():
     got = frame.select(tfidf_relevance(pl.col("q"), pl.col("r"), table)).item()
     assert got == pytest.approx(example["exact"], abs=1e-15)
     assert got == pytest.approx(example["printed"], abs=0.005)
+
+
+# --- its TF-IDF relevance: the vectorizer fitted on its fixed corpus ---------------------------
+#: RelevanceEvaluator._initialize_tfidf_corpus of its src/evaluate.py, verbatim.
+FRAMEWORK_CORPUS = [
+    "machine learning artificial intelligence",
+    "climate change global warming",
+    "programming python java",
+    "science biology chemistry physics",
+    "history world events",
+    "mathematics algebra geometry calculus",
+    "literature books poetry",
+    "business economics finance",
+]
+SKLEARN_STOP_WORDS = frozenset(
+    line for line in (Path(__file__).parents[1] / "pipeline/data"
+                      / "enhanced-framework.stopwords_en.txt").read_text("utf-8").splitlines()
+    if line and not line.startswith("#")
+)
+
+
+def sklearn_analyzer(text: str) -> list[str]:
+    """TfidfVectorizer(stop_words='english')'s default analyzer."""
+    return [t for t in re.findall(r"(?u)\b\w\w+\b", text.lower()) if t not in SKLEARN_STOP_WORDS]
+
+
+def framework_idf_oracle() -> dict[str, float]:
+    df = Counter(word for doc in FRAMEWORK_CORPUS for word in set(sklearn_analyzer(doc)))
+    n = len(FRAMEWORK_CORPUS)
+    return {word: math.log((1 + n) / (1 + d)) + 1 for word, d in df.items()}
+
+
+def framework_tfidf_oracle(question: str, response: str) -> float:
+    """_calculate_tfidf_relevance: transform the preprocessed texts, l2-normalise, cosine."""
+    idf = framework_idf_oracle()
+    vectors = []
+    for text in (question, response):
+        preprocessed = re.sub(r"\s+", " ", re.sub(r"[^\w\s]", "", text.lower())).strip()
+        counts = Counter(w for w in sklearn_analyzer(preprocessed) if w in idf)
+        weights = {w: c * idf[w] for w, c in counts.items()}
+        norm = math.sqrt(sum(v * v for v in weights.values()))
+        vectors.append({w: v / norm for w, v in weights.items()} if norm else {})
+    q, r = vectors
+    return sum(v * r.get(w, 0.0) for w, v in q.items())
+
+
+def test_framework_idf_is_its_vectorizers():
+    assert framework_idf_oracle() == pytest.approx(framework_idf(), rel=0, abs=0)
+    assert len(framework_idf()) == 28 and len(SKLEARN_STOP_WORDS) == 318
+
+
+def test_tfidf_signature_names_its_idf():
+    assert "|tfidf:corpus-distinct|" in Config().signature()
+    assert "|tfidf:framework-fixed-corpus|" in Config(compat_preset=PRESET).signature()
+
+
+def test_framework_tfidf_edges():
+    frame = pl.DataFrame(
+        {"q": ["", "Physics?", None, "PHYSICS and Python", "machine-learning"],
+         "r": ["physics", "", "physics", "physics, python; physics!", "machine learning"]},
+        schema={"q": pl.String, "r": pl.String},
+    )
+    got = frame.select(framework_tfidf_relevance(pl.col("q"), pl.col("r"))).to_series()
+    assert got.to_list()[:3] == [0.0, 0.0, None]
+    assert got[3] == pytest.approx(3 / math.sqrt(10), abs=1e-15)  # (1, 1) . (2, 1)
+    assert got[4] == 0.0  # "machinelearning" is no word of its corpus
+
+
+#: Words of its corpus and others, glued by punctuation or split by any whitespace.
+TFIDF_TEXTS = st.lists(
+    st.sampled_from([*framework_idf(), "Physics", "MACHINE", "the", "a", "is", "x", "python's",
+                     "physic\u0301s", "boo\u212aS", "machine-learning", "(java).", "\t", "\u00a0",
+                     "\x1fworld", "history_", ",", "-", "?", "é"]),
+    max_size=16,
+).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(TFIDF_TEXTS, TFIDF_TEXTS), min_size=1, max_size=10))
+def test_framework_tfidf_relevance_equals_oracle(pairs):
+    frame = pl.DataFrame({"q": [q for q, _ in pairs], "r": [r for _, r in pairs]})
+    got = frame.select(framework_tfidf_relevance(pl.col("q"), pl.col("r"))).to_series()
+    for value, (q, r) in zip(got, pairs, strict=True):
+        assert value == pytest.approx(min(1.0, framework_tfidf_oracle(q, r)), abs=1e-12), (q, r)
 
 
 @pytest.mark.parametrize("preset", [PRESET, None])
@@ -594,5 +681,6 @@ def test_one_config_line_gives_the_framework_numbers(tmp_path: Path):
         got = dict(zip(header, cells, strict=False))  # the last of a repeated name
         for column in ("accuracy_rouge_1", "accuracy_rouge_2", "accuracy_bleu_score",
                        "quality_length_feedback", "quality_conciseness_score",
-                       "composite_quality", "safety_perspective_balance", "quality_length_ok"):
+                       "composite_quality", "safety_perspective_balance", "quality_length_ok",
+                       "relevance_tfidf_relevance"):
             assert got[column] == row[column], (row["id"], column)

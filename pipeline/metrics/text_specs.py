@@ -13,7 +13,7 @@ from collections.abc import Callable
 import polars as pl
 
 from pipeline.metrics.embedding import grounding, semantic
-from pipeline.metrics.lexical import bleu, keywords, numeric, rouge, tfidf
+from pipeline.metrics.lexical import bleu, framework_tfidf, keywords, numeric, rouge, tfidf
 from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE
@@ -72,6 +72,15 @@ def _framework_keywords(inputs: Inputs) -> bool:
     """Under the enhanced-framework preset the keyword metrics key texts, and find keywords, as
     that framework does (WordNet; :mod:`pipeline.metrics.lexical.keywords`)."""
     return inputs.config.compat_preset == "enhanced-framework"
+
+
+def _tfidf_relevance(inputs: Inputs) -> pl.Expr:
+    """TF-IDF relevance with the run's document frequencies; under the enhanced-framework
+    preset, that framework's vectorizer fitted on its fixed corpus
+    (:mod:`pipeline.metrics.lexical.framework_tfidf`), which needs no corpus statistics."""
+    if inputs.config.compat_preset == "enhanced-framework":
+        return framework_tfidf.framework_tfidf_relevance(pl.col("question"), pl.col(RESPONSE))
+    return tfidf.tfidf_relevance(pl.col("question"), pl.col(RESPONSE), inputs.require_idf())
 
 
 def _synonyms(inputs: Inputs) -> keywords.SynonymTable:
@@ -240,12 +249,11 @@ SPECS: tuple[MetricSpec, ...] = (
         needs=("_keywords",),
     ),
     MetricSpec(
-        "tfidf_relevance", "relevance",
-        lambda inputs: tfidf.tfidf_relevance(
-            pl.col("question"), pl.col(RESPONSE), inputs.require_idf()
-        ),
-        pl.Float64(),
-        "Cosine of question and response TF-IDF vectors; idf over the run's distinct texts.",
+        "tfidf_relevance", "relevance", _tfidf_relevance, pl.Float64(),
+        "Cosine of question and response TF-IDF vectors; idf over the run's distinct texts "
+        "(preset enhanced-framework: over its fixed corpus).",
+        # Under the enhanced-framework preset the run's idf is prepared but not read: needs are
+        # per spec, not per config, and the engines decide the first pass from them.
         needs=(NEEDS_IDF,),
     ),
     MetricSpec(
