@@ -138,7 +138,9 @@ def overall_score(
     >>> half = pl.lit(0.5)
     >>> cat = pl.lit("Sensitive")
     >>> pl.select(overall_score(half, half, half, half, cat, rules=OverallRules.load())).item()
-    0.5
+    0.49999999999999994
+
+    (Added left to right, as Python adds ``0.3 * 0.5 + 0.3 * 0.5 + 0.3 * 0.5 + 0.1 * 0.5``.)
     """
     scores = dict(zip(AREAS, (accuracy, relevance, safety, quality), strict=True))
     result = pl.lit(None, dtype=pl.Float64)
