@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import logging
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -489,7 +487,6 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("--run-id, --force and --lock-wait apply to --store runs only")
     if args.report is not None:  # before the run, which checks --out itself
         check_output_file(args.report)
-        _import_meanwhile(REPORT_MODULE)
     with _progress_bars(args.no_progress, _input_rows(args)) as progress:
         summary = evaluate(
             args.input, args.out, config,
@@ -516,18 +513,6 @@ def _evaluate(args: argparse.Namespace) -> int:
         record_output(summary.out_dir, EXTRA_OUTPUTS_FILE, [report])
         print(f"\nreport: {report}")
     return _run_outcome(args, summary.n_read, summary.n_scored, summary.n_rejected)
-
-
-#: The report and matplotlib behind it, imported only by commands that write a report.
-REPORT_MODULE = "pipeline.report"
-
-
-def _import_meanwhile(module: str) -> None:
-    """Import ``module`` on a background thread while the run goes on (matplotlib takes about
-    0.3 s to import; the run's heavy work releases the GIL). A later ``import`` of it waits for
-    this one; an error there is raised again by that import."""
-    threading.Thread(target=importlib.import_module, args=(module,), daemon=True,
-                     name="rag-eval-import").start()
 
 
 def _print_rejections(files: str | Path) -> None:
