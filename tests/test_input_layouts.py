@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures.layouts.make_fixtures import ROWS, V02_NAMES  # the rows the fixtures hold
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,23 +32,6 @@ from pipeline.validate import load_inputs
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "layouts"
 
-#: The rows of every layout fixture (make_fixtures.py), in RAGAS 0.1 names.
-ROWS: list[dict[str, Any]] = [
-    {"question": "Who wrote Dune?", "answer": "Frank Herbert wrote Dune.",
-     "contexts": ["Dune is a 1965 novel by Frank Herbert.",
-                  "It's set on the desert planet Arrakis."],
-     "ground_truth": "Frank Herbert"},
-    {"question": "What is the capital of France?", "answer": "Paris",
-     "contexts": ['The guide says "Paris is the capital".',
-                  "Lyon\\Marseille are cities/towns.\nSecond line: café"],
-     "ground_truth": "Paris"},
-    {"question": "Where is the Eiffel Tower?", "answer": "I don't know",
-     "contexts": [], "ground_truth": "Paris"},
-    {"question": "What is the capital of France?", "answer": "Lyon",
-     "contexts": ["Lyon is in France."], "ground_truth": "Paris"},
-]
-V02_NAMES = {"question": "user_input", "answer": "response", "contexts": "retrieved_contexts",
-             "ground_truth": "reference"}
 EXPECTED_EM = [0, 1, 0, 0]
 
 
