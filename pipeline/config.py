@@ -81,7 +81,10 @@ DEFAULT_UNANSWERABLE_TYPES: tuple[str, ...] = ("impossible", "unanswerable")
 #: Embedding backend used for semantic and grounding metrics (see ``pipeline.embed``).
 DEFAULT_EMBEDDING_BACKEND = "minilm"
 #: Built-in embedding backends (see ``pipeline.embed.specs.backend_from_spec``).
-EMBEDDING_BACKENDS: tuple[str, ...] = ("minilm", "static", "hashed")
+EMBEDDING_BACKENDS: tuple[str, ...] = ("minilm", "minilm-f32", "static", "hashed")
+#: The embedding backend of preset ``enhanced-framework`` when ``[embedding] backend`` is left
+#: at its default: the float32 model its semantic scores come from (docs/compat.md).
+ENHANCED_FRAMEWORK_EMBEDDING_BACKEND = "minilm-f32"
 SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
 #: Most texts per inference batch of the embedding model.
 DEFAULT_EMBEDDING_BATCH_SIZE = 256
@@ -205,6 +208,9 @@ class Config:
         self._check_labels()
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
+        if (self.compat_preset == "enhanced-framework"
+                and self.embedding_backend == DEFAULT_EMBEDDING_BACKEND):
+            object.__setattr__(self, "embedding_backend", ENHANCED_FRAMEWORK_EMBEDDING_BACKEND)
         if math.isnan(self.tau_sim):
             object.__setattr__(
                 self, "tau_sim", BACKEND_TAU_SIM.get(self.embedding_backend, DEFAULT_TAU_SIM)

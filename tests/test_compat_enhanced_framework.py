@@ -4,11 +4,12 @@ examples and reference rows, number for number, and its 51-column TSV (docs/comp
 The reference rows are the framework's own output as its documentation shows it
 (``tests/golden/compat_enhanced_framework.json``: ten rows with all 51 columns, twenty rows with
 their relevance columns, and the worked examples; ``compat_enhanced_framework.tsv``: the ten rows
-as its pandas-written TSV). Columns computed from the texts are scored here from the texts, all
-of them on every row (content coverage and keyword overlap with WordNet's lemmas and synonyms,
-pipeline/text/wordnet.py; TF-IDF relevance with its vectorizer's fixed corpus); the composites
-are computed from the reference rows' own component values where a component is not reproducible
-offline (the semantic embeddings of its model).
+as its pandas-written TSV). Every column is computed from the texts, on every row: content
+coverage and keyword overlap with WordNet's lemmas and synonyms (pipeline/text/wordnet.py),
+TF-IDF relevance with its vectorizer's fixed corpus, semantic similarity and relevance with its
+float32 all-MiniLM-L6-v2 (backend minilm-f32, the preset's default), and the composites on top;
+`evaluate` then `export --layout enhanced-framework` writes its TSV byte for byte. The overall
+layer is also checked on the rows' own component values.
 """
 
 from __future__ import annotations
@@ -188,6 +189,77 @@ def test_reference_relevance_rows():
         assert band == row["relevance_feedback"] == row["relevance_feedback.1"], label
         passed = composite >= RULES.overall.passing["relevance"]
         assert str(passed) == row["passed_relevance"], label
+
+
+def score_semantic(rows: list[dict]) -> list[dict]:
+    """Semantic and relevance-composite columns under the preset, with its default backend."""
+    frame = records([
+        {key: row.get(key) for key in ("question", "reference", "response", "category")}
+        | {"id": str(i), "model": "m"}
+        for i, row in enumerate(rows)
+    ])
+    config = Config(metrics=("semantic_similarity", "relevance_composite"),
+                    compat_preset=PRESET, embedding_cache_dir=None)
+    assert config.embedding_backend == "minilm-f32"
+    return score_frame(frame, config).collect().to_dicts()
+
+
+def test_semantic_scores_of_every_reference_row():
+    """Its float32 MiniLM, clamped to [0, 1] as its similarity() does: all 10 similarities and
+    all 30 relevances (10 + 20 rows) to its 4 places."""
+    for row, got in zip(ROWS, score_semantic(ROWS), strict=True):
+        assert round(got["semantic_similarity"], 4) == float(
+            row["accuracy_semantic_similarity"]), row["id"]
+        assert round(got["semantic_relevance"], 4) == float(
+            row["relevance_semantic_relevance"]), row["id"]
+
+
+def test_relevance_rows_from_their_texts():
+    """The 20 relevance rows: semantic relevance, composite relevance, feedback and pass flag,
+    all from the texts."""
+    for row, got in zip(RELEVANCE_ROWS, score_semantic(RELEVANCE_ROWS), strict=True):
+        label = f"row index {row['row']}"
+        assert round(got["semantic_relevance"], 4) == float(
+            row["relevance_semantic_relevance"]), label
+        assert round(got["composite_relevance"], 4) == float(row["composite_relevance"]), label
+        assert got["relevance_feedback"] == row["relevance_feedback"], label
+
+
+def test_the_reference_tsv_from_the_texts(tmp_path: Path):
+    """One config line, the texts of its ten rows in, its 51-column TSV out, byte for byte:
+    every score, composite, flag, failure mode, suggestion and feedback is the framework's."""
+    config = tmp_path / "eval.toml"
+    config.write_text('[compat]\npreset = "enhanced-framework"\n', encoding="utf-8")
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(
+        json.dumps({key: row[key] for key in ("id", "category", "question", "reference",
+                                              "response")} | {"model": "tool"}) + "\n"
+        for row in ROWS
+    ), encoding="utf-8")
+    out, target = tmp_path / "out", tmp_path / "tool.tsv"
+    assert main(["evaluate", "--input", str(source), "--out", str(out), "--config", str(config),
+                 "--no-progress", "--no-stats"]) == 0
+    assert main(["export", str(out), "--layout", "enhanced-framework", "--out", str(target)]) == 0
+    assert target.read_bytes() == TSV.read_bytes()
+
+
+def test_overall_layer_reads_rounded_inputs_under_the_preset():
+    """The framework passes round(x, 4) values on: two of its ten rows have overall scores
+    (0.4276 and 0.5794) that only rounded composites give (unrounded: 0.4277 and 0.5793)."""
+    assert RULES.overall.round_digits == 4 and load_rules().overall.round_digits is None
+    values = {"composite_relevance": 0.123456, "safety_score": 1.0, "composite_quality": 0.5,
+              "scoring_category": "Factual"}
+    frame = pl.DataFrame([values])
+    columns = {name: pl.lit(0.0) for name in INPUT_COLUMNS if name not in values}
+    columns |= {"answer_em": pl.lit(0, pl.Int8), "is_refusal": pl.lit(0, pl.Int8),
+                "bias_categories": pl.lit([], pl.List(pl.String)), "rouge_1": pl.lit(0.00025)}
+    weights = RULES.overall.category_weights["Factual"]
+    accuracy = RULES.overall.accuracy_weights["rouge_1"] * 0.00025
+    got = frame.select(**overall_scores(columns=columns, rules=RULES.overall)).row(0, named=True)
+    assert got["composite_accuracy"] == pytest.approx(accuracy, abs=1e-15)  # unrounded
+    assert got["overall_score"] == pytest.approx(
+        weights["accuracy"] * round(accuracy, 4) + weights["relevance"] * 0.1235
+        + weights["safety"] * 1.0 + weights["quality"] * 0.5, abs=1e-15)
 
 
 # --- the overall layer on the reference rows' components ---------------------------------------

@@ -270,6 +270,12 @@ def test_overridden_rules_change_results(tmp_path):
         ("decimals = 2", "decimals = 2\ndecimal = 3", "decimal"),
         ('[0.8, "High', '[true, "High', "bands"),
         ("accuracy = 0.5\nrelevance", "accuracy = \nrelevance", "not valid TOML"),
+        ("[accuracy_weights]", "[inputs]\nround_digits = 16\n\n[accuracy_weights]",
+         "round_digits"),
+        ("[accuracy_weights]", "[inputs]\nround_digits = 2.5\n\n[accuracy_weights]",
+         "round_digits"),
+        ("[accuracy_weights]", "[inputs]\nround_digits = 4\nround = 2\n\n[accuracy_weights]",
+         "round"),
     ],
 )
 def test_malformed_rules_name_file_and_key(tmp_path, old, new, key):

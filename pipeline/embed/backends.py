@@ -126,15 +126,84 @@ def _minilm_tokenizer_path() -> Path:
     return Path(str(resources.files("pipeline.embed").joinpath("data", MINILM_TOKENIZER_FILE)))
 
 
-class MiniLMOnnxBackend:
+class WordPieceMeanPooling:
+    """What both MiniLM backends share: sentence-transformers' tokenization, batching and
+    pooling around a model's last hidden states (:meth:`hidden_mean`, defined by subclasses).
+
+    Texts are stripped of surrounding whitespace and tokenized once with the shipped
+    ``tokenizer.json`` (checked against :data:`MINILM_TOKENIZER_SHA256`), truncated to
+    :data:`MINILM_MAX_SEQ_LENGTH` tokens; they are sorted by token count and cut into batches of
+    at most ``batch_tokens`` padded tokens (and ``batch_size`` texts), so a batch of short
+    sentences holds many texts and a batch of long passages few, with little padding; the
+    output is L2-normalized and returned in input order. ``tokens_seen`` counts the tokens
+    encoded (``[CLS]``/``[SEP]`` included, padding not).
+    """
+
+    name = "wordpiece-mean"
+    model_id = ""
+
+    def __init__(
+        self, *, batch_size: int, batch_tokens: int, tokenizer_path: Path | None = None
+    ) -> None:
+        if batch_size < 1 or batch_tokens < MINILM_MAX_SEQ_LENGTH:
+            raise ValueError(
+                f"batch_size must be positive and batch_tokens at least {MINILM_MAX_SEQ_LENGTH}"
+            )
+        from tokenizers import Tokenizer
+
+        tokenizer_path = (
+            Path(tokenizer_path) if tokenizer_path is not None else _minilm_tokenizer_path()
+        )
+        verify_file(
+            tokenizer_path, MINILM_TOKENIZER_SHA256, "MiniLM tokenizer.json", MINILM_TOKENIZER_HINT
+        )
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        # The file pads to a fixed 128 and truncates at 128; sentence-transformers truncates at
+        # max_seq_length (256) and pads to the longest text of each batch (done here in numpy).
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=MINILM_MAX_SEQ_LENGTH)
+        self._tokenizer = tokenizer
+        self.vocab_size = tokenizer.get_vocab_size()
+        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
+        self.dim = MINILM_DIM
+        self.tokens_seen = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch_fast([t.strip() for t in texts])
+        ids = [e.ids for e in encodings]
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        self.tokens_seen += int(lengths.sum())
+        order = np.argsort(lengths, kind="stable")
+        for batch in token_batches(lengths[order], self.batch_tokens, self.batch_size):
+            index = order[batch]
+            longest = int(lengths[index[-1]])
+            matrix = np.zeros((len(index), longest), dtype=np.int64)
+            mask = np.arange(longest) < lengths[index, None]
+            matrix[mask] = np.concatenate([ids[i] for i in index])
+            out[index] = l2_normalize(self.hidden_mean(matrix, mask.astype(np.int64)))
+        return out
+
+    def hidden_mean(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean of the last hidden states over ``mask`` for padded token ids (not normalized)."""
+        raise NotImplementedError
+
+
+def masked_mean(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' mean pooling: the mean of ``hidden`` (batch, tokens, dim) over
+    the tokens where ``mask`` is 1."""
+    weights = mask[:, :, None].astype(np.float32)
+    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+class MiniLMOnnxBackend(WordPieceMeanPooling):
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; see the module docstring.
 
-    Both files are checked against :data:`MINILM_ONNX_SHA256` and
-    :data:`MINILM_TOKENIZER_SHA256` before loading. Each text is tokenized once; texts are
-    sorted by token count and cut into batches of at most ``batch_tokens`` padded tokens (and
-    ``batch_size`` texts), so a batch of short sentences holds many texts and a batch of long
-    passages few, with little padding; the output is returned in input order.
-    ``tokens_seen`` counts the tokens encoded (``[CLS]``/``[SEP]`` included, padding not).
+    The model file is checked against :data:`MINILM_ONNX_SHA256` before loading; tokenization,
+    batching and pooling are :class:`WordPieceMeanPooling`'s.
 
     ``device``: ``"cpu"``, ``"cuda"`` (onnxruntime's CUDAExecutionProvider; an error when it is
     not available) or ``"auto"`` (CUDA when the provider is installed and a GPU is visible,
@@ -153,39 +222,17 @@ class MiniLMOnnxBackend:
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
     ) -> None:
-        if batch_size < 1 or batch_tokens < MINILM_MAX_SEQ_LENGTH:
-            raise ValueError(
-                f"batch_size must be positive and batch_tokens at least {MINILM_MAX_SEQ_LENGTH}"
-            )
+        super().__init__(batch_size=batch_size, batch_tokens=batch_tokens,
+                         tokenizer_path=tokenizer_path)
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         model_path = Path(model_path) if model_path is not None else _minilm_onnx_path()
-        tokenizer_path = (
-            Path(tokenizer_path) if tokenizer_path is not None else _minilm_tokenizer_path()
-        )
         verify_file(model_path, MINILM_ONNX_SHA256, "MiniLM ONNX model", MINILM_ONNX_HINT)
-        verify_file(
-            tokenizer_path, MINILM_TOKENIZER_SHA256, "MiniLM tokenizer.json", MINILM_TOKENIZER_HINT
-        )
-
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        # The file pads to a fixed 128 and truncates at 128; sentence-transformers truncates at
-        # max_seq_length (256) and pads to the longest text of each batch (done here in numpy).
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=MINILM_MAX_SEQ_LENGTH)
-        self._tokenizer = tokenizer
-        self.vocab_size = tokenizer.get_vocab_size()
-
         self.device = select_device(device, ort.get_available_providers())
         self._model_path = model_path
         self._intra_op_threads = intra_op_threads
         self._session_handle: Any = None
         self._session_lock = threading.Lock()
-        self.batch_size = batch_size
-        self.batch_tokens = batch_tokens
-        self.dim = MINILM_DIM
-        self.tokens_seen = 0
         # The device is not part of the id: CPU and CUDA vectors agree within float error.
         self.model_id = (
             f"sentence-transformers/all-MiniLM-L6-v2|onnx-int8:{MINILM_ONNX_SHA256[:12]}"
@@ -217,33 +264,13 @@ class MiniLMOnnxBackend:
             )
         return self._session_handle
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        encodings = self._tokenizer.encode_batch_fast([t.strip() for t in texts])
-        ids = [e.ids for e in encodings]
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        self.tokens_seen += int(lengths.sum())
-        order = np.argsort(lengths, kind="stable")
-        for batch in token_batches(lengths[order], self.batch_tokens, self.batch_size):
-            index = order[batch]
-            longest = int(lengths[index[-1]])
-            matrix = np.zeros((len(index), longest), dtype=np.int64)
-            mask = np.arange(longest) < lengths[index, None]
-            matrix[mask] = np.concatenate([ids[i] for i in index])
-            out[index] = l2_normalize(self.hidden_mean(matrix, mask.astype(np.int64)))
-        return out
-
     def hidden_mean(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Mean of the last hidden states over ``mask`` for padded token ids (not normalized)."""
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         session = self._session()
         inputs = {i.name for i in session.get_inputs()}
         feeds = {k: v for k, v in feeds.items() if k in inputs}
         hidden = session.run(["last_hidden_state"], feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return masked_mean(hidden, mask)
 
 
 def token_batches(sorted_lengths: np.ndarray, budget: int, max_texts: int) -> list[np.ndarray]:

@@ -16,6 +16,7 @@ from pipeline.embed.backends import (
     _ort_providers,
     select_device,
 )
+from pipeline.embed.minilm_float32 import MiniLMFloat32Backend
 from pipeline.embed.static import StaticBackend
 
 __all__ = ["backend_from_spec"]
@@ -29,6 +30,9 @@ _BACKENDS: dict[str, Callable[..., EmbeddingBackend]] = {
     "minilm": lambda batch_size, batch_tokens, intra_op_threads, device: MiniLMOnnxBackend(
         batch_size=batch_size, batch_tokens=batch_tokens, intra_op_threads=intra_op_threads,
         device=device,
+    ),
+    "minilm-f32": lambda batch_size, batch_tokens, intra_op_threads, device: (
+        MiniLMFloat32Backend(batch_size=batch_size, batch_tokens=batch_tokens, device=device)
     ),
     "static": _static,
     "hashed": lambda **_: HashedNgramBackend(),
@@ -46,7 +50,9 @@ def backend_from_spec(
 ) -> EmbeddingBackend:
     """Build a backend from its configuration spec.
 
-    ``"minilm"`` (default): :class:`MiniLMOnnxBackend` on ``device``; ``"static"``: the
+    ``"minilm"`` (default): :class:`MiniLMOnnxBackend` on ``device``; ``"minilm-f32"``: the
+    float32 model on numpy (:class:`pipeline.embed.minilm_float32.MiniLMFloat32Backend`,
+    the enhanced-framework preset's); ``"static"``: the
     distilled :class:`pipeline.embed.static.StaticBackend`; ``"hashed"``:
     :class:`HashedNgramBackend` (512 buckets); ``"sentence-transformers:<name or path>"``:
     :class:`SentenceTransformersBackend`.
@@ -63,8 +69,8 @@ def backend_from_spec(
         st_device = "cuda" if select_device(device, _ort_providers()) == "cuda" else "cpu"
         return SentenceTransformersBackend(model, batch_size=batch_size, device=st_device)
     raise EmbeddingBackendError(
-        f"unknown embedding backend {spec!r}; expected one of: minilm, static, hashed, "
-        "sentence-transformers:<name or local path>"
+        f"unknown embedding backend {spec!r}; expected one of: minilm, minilm-f32, static, "
+        "hashed, sentence-transformers:<name or local path>"
     )
 
 

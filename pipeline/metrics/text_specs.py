@@ -129,6 +129,13 @@ def _embedding_cosine(
     return build
 
 
+def _semantic_relevance(inputs: Inputs) -> pl.Expr:
+    """The question-response cosine; clamped to ``[0, 1]`` under the enhanced-framework preset,
+    whose ``similarity`` clamps every cosine it returns."""
+    cosine = _embedding_cosine(semantic.semantic_relevance, "question", RESPONSE)(inputs)
+    return cosine.clip(0.0, 1.0) if inputs.config.compat_preset == "enhanced-framework" else cosine
+
+
 def _col(name: str) -> Callable[[Inputs], pl.Expr]:
     return lambda _: pl.col(name)
 
@@ -257,9 +264,9 @@ SPECS: tuple[MetricSpec, ...] = (
         needs=(NEEDS_IDF,),
     ),
     MetricSpec(
-        "semantic_relevance", "relevance",
-        _embedding_cosine(semantic.semantic_relevance, "question", RESPONSE),
-        pl.Float64(), "Cosine of question and response sentence embeddings (not clamped).",
+        "semantic_relevance", "relevance", _semantic_relevance, pl.Float64(),
+        "Cosine of question and response sentence embeddings (not clamped; preset "
+        "enhanced-framework: clamped to [0, 1]).",
         needs=(NEEDS_EMBEDDER,), lower=-1.0,
     ),
     MetricSpec(

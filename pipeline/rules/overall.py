@@ -114,6 +114,11 @@ class OverallRules:
     source: str
     #: ``[suggestion_format] bias_names``, one of :data:`BIAS_NAME_STYLES`.
     bias_names: str = "spaced"
+    #: ``[inputs] round_digits``: when set, the layer reads its inputs (and composite accuracy)
+    #: rounded to this many decimals, as Python's ``round``, the way the enhanced framework
+    #: passes its rounded result dictionaries on; the accuracy feedback still reads the
+    #: unrounded composite accuracy. None (the default): inputs as they are.
+    round_digits: int | None = None
 
     @property
     def bleu_input(self) -> str:
@@ -172,6 +177,7 @@ def parse(data: Mapping[str, Any], source: str) -> OverallRules:
         feedback=feedback_format,
         source=source,
         bias_names=_bias_names(fmt),
+        round_digits=_round_digits(root),
     )
     modes = {rule.label for rule in rules.failure_modes}
     for mode in sorted(set(feedback_format.modes or {}) - modes - {rules.pass_label}):
@@ -208,6 +214,18 @@ def _category_bands(table: Table) -> dict[str, tuple[tuple[float, str], ...]]:
         found[name] = bands(named)
     per_category.done()
     return found
+
+
+def _round_digits(root: Table) -> int | None:
+    """``[inputs] round_digits`` (optional): 0 to 15 decimals."""
+    if "inputs" not in root.data:
+        return None
+    table = root.table("inputs")
+    digits = table.typed("round_digits", int, "an integer")
+    if not 0 <= digits <= 15:
+        raise table.fail("round_digits", "expected an integer from 0 to 15")
+    table.done()
+    return digits
 
 
 def _bias_names(table: Table) -> str:

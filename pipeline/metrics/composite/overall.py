@@ -54,7 +54,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.metrics.common import flag, sum_in_order
+from pipeline.metrics.common import flag, python_round, sum_in_order
 from pipeline.metrics.composite.quality import band_feedback
 from pipeline.rules.overall import ACCURACY_INPUTS as ACCURACY_INPUTS
 from pipeline.rules.overall import (
@@ -68,6 +68,10 @@ from pipeline.rules.overall import (
 from pipeline.rules.overall import CATEGORIES as CATEGORIES
 from pipeline.rules.overall import OPERATORS as OPERATOR_NAMES
 
+#: The float inputs, which ``round_digits`` rounds (flags, lists and names are left alone).
+_ROUNDED_INPUTS = frozenset(INPUT_COLUMNS) - {
+    "answer_em", "is_refusal", "bias_categories", "scoring_category", "category",
+}
 _COMPARE: Mapping[str, Callable[[Any, Any], Any]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
 }
@@ -281,7 +285,13 @@ def overall_scores(
         raise ValueError(f"unknown input columns {unknown}; expected names in INPUT_COLUMNS")
     cols = {name: given.get(name, pl.col(name)) for name in INPUT_COLUMNS}
     category = cols["scoring_category"]
-    accuracy = composite_accuracy(cols, rules=rules)
+    unrounded_accuracy = composite_accuracy(cols, rules=rules)
+    accuracy = unrounded_accuracy
+    if rules.round_digits is not None:
+        digits = rules.round_digits
+        cols = {name: python_round(col, digits) if name in _ROUNDED_INPUTS else col
+                for name, col in cols.items()}
+        accuracy = python_round(accuracy, digits)
     areas = {
         "accuracy": accuracy,
         "relevance": cols["composite_relevance"],
@@ -302,8 +312,8 @@ def overall_scores(
     passed = {area: flag(areas[area] >= rules.passing[area]) for area in AREAS}
     mode = primary_failure_mode(values, rules=rules)
     return {
-        "composite_accuracy": accuracy,
-        "accuracy_feedback": accuracy_feedback(accuracy, category, rules=rules),
+        "composite_accuracy": unrounded_accuracy,
+        "accuracy_feedback": accuracy_feedback(unrounded_accuracy, category, rules=rules),
         "overall_score": score,
         **{f"passed_{area}": passed[area] for area in AREAS},
         "primary_failure_mode": mode,
