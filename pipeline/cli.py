@@ -60,7 +60,7 @@ from pipeline.schema import RGB_TASKS, InputError
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
 from pipeline.store import StoreBusyError, checkout_run
 from pipeline.validate import load_inputs
-from pipeline.views import build_views, run_query
+from pipeline.views import build_views, query_views, run_query
 
 log = logging.getLogger("pipeline")
 
@@ -588,11 +588,12 @@ def _progress_bars(
 
 def _print_headline(directory: Path) -> None:
     print()
-    headline = run_query(directory, "select * from headline order by model")
+    frames = query_views(directory, {"headline": "select * from headline order by model",
+                                     "rgb": "select * from rgb_summary order by model"})
+    headline, rgb = frames["headline"], frames["rgb"]
     _print_frame(_without_empty_columns(headline.drop("signature"), keep=("model",)), "table")
     for signature in headline["signature"].unique(maintain_order=True):
         print(f"signature: {signature}")
-    rgb = run_query(directory, "select * from rgb_summary order by model")
     if rgb.height:
         print("\nRGB robustness (%, docs/rgb.md):")
         _print_frame(rgb.drop("signature"), "table")

@@ -115,6 +115,14 @@ class CorpusStats:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def needs_corpus(config: Config, specs: Iterable[MetricSpec]) -> bool:
+    """Whether a run of ``specs`` under ``config`` counts corpus document frequencies (the first
+    pass): a selected metric needs them, and its idf is the run's own (``tfidf_relevance``
+    under the enhanced-framework preset reads that framework's fixed corpus instead)."""
+    needs = {need for spec in specs for need in spec.needs}
+    return NEEDS_IDF in needs and config.tfidf_mode() == "corpus-distinct"
+
+
 def corpus_dependent(specs: Iterable[MetricSpec]) -> tuple[str, ...]:
     """Names of the ``specs`` whose values depend on corpus statistics, directly or through
     other metrics (``tfidf_relevance`` and the composites built on it)."""
@@ -155,7 +163,7 @@ class CorpusStatsBuilder:
     _frequencies: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if NEEDS_IDF in {need for spec in self.specs for need in spec.needs}:
+        if needs_corpus(self.config, self.specs):
             self._frequencies = (
                 DocumentFrequencies() if self.spill_path is None
                 else SpilledDocumentFrequencies(self.spill_path, self.duckdb_memory)

@@ -262,6 +262,42 @@ def test_overall_layer_reads_rounded_inputs_under_the_preset():
         + weights["safety"] * 1.0 + weights["quality"] * 0.5, abs=1e-15)
 
 
+def test_preset_reads_its_input_once(tmp_path: Path, monkeypatch):
+    """Its TF-IDF relevance reads its fixed corpus, so under the preset nothing needs the run's
+    document frequencies: one pass over the input, no first pass (without the preset, two)."""
+    from pipeline.engines import local
+    from pipeline.metrics.registry import resolve
+    from pipeline.scoring import needs_corpus
+
+    specs = resolve(("tfidf_relevance",))
+    assert needs_corpus(Config(), specs)
+    assert not needs_corpus(Config(compat_preset=PRESET), specs)
+
+    first_passes: list[object] = []
+    read_and_validate = local._read_and_validate
+
+    def first_pass(*args, **kwargs):
+        first_passes.append(args[0])
+        return read_and_validate(*args, **kwargs)
+
+    monkeypatch.setattr(local, "_read_and_validate", first_pass)
+    source = tmp_path / "in.parquet"  # Parquet: its keys are checked unique without a pass
+    pl.DataFrame([{key: row[key] for key in ("question", "reference", "response")}
+                  | {"id": str(row["row"]), "model": "tool"} for row in RELEVANCE_ROWS]
+                 ).write_parquet(source)
+    config = tmp_path / "eval.toml"
+    config.write_text('[compat]\npreset = "enhanced-framework"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["evaluate", "--input", str(source), "--out", str(out), "--config", str(config),
+                 "--metrics", "tfidf_relevance", "--no-progress", "--no-stats"]) == 0
+    got = pl.read_parquet(out / SCORES_FILE)["tfidf_relevance"].round(4).to_list()
+    assert got == [float(row["relevance_tfidf_relevance"]) for row in RELEVANCE_ROWS]
+    assert first_passes == []
+    assert main(["evaluate", "--input", str(source), "--out", str(tmp_path / "default"),
+                 "--metrics", "tfidf_relevance", "--no-progress", "--no-stats"]) == 0
+    assert len(first_passes) == 1
+
+
 # --- the overall layer on the reference rows' components ---------------------------------------
 def overall_inputs(row: dict) -> dict:
     number = float

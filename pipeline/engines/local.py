@@ -43,7 +43,6 @@ from pipeline.io.partitioned import PartitionedWriter, partition_dir
 from pipeline.io.readers import parquet_keys_unique
 from pipeline.io.sql import sql_string
 from pipeline.metrics.registry import MetricSpec
-from pipeline.metrics.spec import NEEDS_IDF
 from pipeline.phases import PhaseTimer
 from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
 from pipeline.scoring import (
@@ -54,6 +53,7 @@ from pipeline.scoring import (
     CorpusStatsBuilder,
     candidate_count,
     corpus_dependent,
+    needs_corpus,
     process_embedder,
     row_hashes,
 )
@@ -187,9 +187,8 @@ def stream_scores(
     ``on_progress(stage, rows)`` reports rows read and validated (``"reading"``) and rows
     scored or reused (``"scoring"``), for progress bars.
     """
-    needs = {need for spec in specs for need in spec.needs}
     if (
-        previous_scores is None and NEEDS_IDF not in needs and not pairs
+        previous_scores is None and not needs_corpus(config, specs) and not pairs
         and all(parquet_keys_unique(path, config, KEY) for path in inputs)
     ):
         log.info("single pass: no corpus statistics needed and no repeated key in the inputs")

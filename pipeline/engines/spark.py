@@ -60,7 +60,7 @@ from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_C
 from pipeline.io.readers import check_file, missing_column_error, source_names
 from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_tokens
 from pipeline.metrics.registry import compared_response
-from pipeline.metrics.spec import NEEDS_IDF, MetricSpec
+from pipeline.metrics.spec import MetricSpec
 from pipeline.schema import (
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
@@ -75,6 +75,7 @@ from pipeline.scoring import (
     BatchScorer,
     CorpusStats,
     corpus_dependent,
+    needs_corpus,
     row_hashes,
 )
 from pipeline.validate import DUPLICATE_REASON, raw_json, validate_records
@@ -531,7 +532,7 @@ def _corpus_stats(
     from pyspark.sql import functions as F
 
     n_candidates = max(1, 1 + max(longest, 0))
-    if NEEDS_IDF not in {need for spec in specs for need in spec.needs}:
+    if not needs_corpus(config, specs):
         return CorpusStats(n_candidates=n_candidates)
     text_struct, text_arrow = _spark_types(_arrow_schema({_TEXT: pl.String()}))
     word_struct, word_arrow = _spark_types(_arrow_schema({_WORD: pl.String(), _DOCS: pl.Int64()}))

@@ -259,8 +259,8 @@ SPECS: tuple[MetricSpec, ...] = (
         "tfidf_relevance", "relevance", _tfidf_relevance, pl.Float64(),
         "Cosine of question and response TF-IDF vectors; idf over the run's distinct texts "
         "(preset enhanced-framework: over its fixed corpus).",
-        # Under the enhanced-framework preset the run's idf is prepared but not read: needs are
-        # per spec, not per config, and the engines decide the first pass from them.
+        # Under the enhanced-framework preset the idf is the fixed corpus's: the engines ask
+        # pipeline.scoring.needs_corpus, which then skips the first pass.
         needs=(NEEDS_IDF,),
     ),
     MetricSpec(

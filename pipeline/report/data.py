@@ -25,7 +25,7 @@ import polars as pl
 
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, TEXTS_FILE
 from pipeline.schema import InputError
-from pipeline.views import connect
+from pipeline.views import query_views
 
 #: Rows per model in the worst-items table.
 WORST_N = 20
@@ -184,47 +184,33 @@ def load_run(out_dir: Path) -> RunData:
     out_dir = Path(out_dir)
     intervals = read_optional(out_dir / INTERVALS_FILE, INTERVAL_COLUMNS)
     comparisons = read_optional(out_dir / COMPARISONS_FILE, COMPARISON_COLUMNS)
-    con = connect(out_dir)
     try:
-        def query(sql: str) -> pl.DataFrame:
-            return con.sql(sql).pl()
-
-        counts = query("select (select count(*) from scores) as n_rows, "
-                       "(select count(*) from rejected) as n_rejected")
-        n_rows, n_rejected = int(counts["n_rows"][0]), int(counts["n_rejected"][0])
-        by_model = query("select * from by_model order by model nulls last")
-        frames = {
-            "headline": query("select * from headline order by model nulls last"),
-            "by_model_noise": query(
-                "select * from by_model_noise order by model nulls last, noise_level nulls last"
-            ),
-            "by_model_category": query(
-                "select * from by_model_category order by model nulls last, category nulls last"
-            ),
-            "by_category": query(
-                "select * from by_category order by model nulls last, scoring_category nulls last"
-            ),
-            "failure_modes": query(
-                "select * from failure_modes order by model nulls last, "
-                "scoring_category nulls last, primary_failure_mode nulls last"
-            ),
-            "rgb_noise": query(
-                "select * from rgb_noise_robustness "
-                "order by model nulls last, noise_level nulls last"
-            ),
-            "rgb_summary": query("select * from rgb_summary order by model nulls last"),
-            "paired_analysis": query("select * from paired_analysis order by model nulls last"),
-            "rows": query(
-                "select sr.model, sr.id, sr.answer_f1, sr.answer_em, sr.citation_precision, "
-                "sr.citation_recall, sr.citation_f1 from scores as sr "
-                "order by sr.source, sr.row_number"
-            ),
-            "worst": query(_WORST_SQL),
-        }
+        frames = query_views(out_dir, {
+            "counts": "select (select count(*) from scores) as n_rows, "
+                      "(select count(*) from rejected) as n_rejected",
+            "by_model": "select * from by_model order by model nulls last",
+            "headline": "select * from headline order by model nulls last",
+            "by_model_noise":
+                "select * from by_model_noise order by model nulls last, noise_level nulls last",
+            "by_model_category": "select * from by_model_category "
+                                 "order by model nulls last, category nulls last",
+            "by_category":
+                "select * from by_category order by model nulls last, scoring_category nulls last",
+            "failure_modes": "select * from failure_modes order by model nulls last, "
+                             "scoring_category nulls last, primary_failure_mode nulls last",
+            "rgb_noise": "select * from rgb_noise_robustness "
+                         "order by model nulls last, noise_level nulls last",
+            "rgb_summary": "select * from rgb_summary order by model nulls last",
+            "paired_analysis": "select * from paired_analysis order by model nulls last",
+            "rows": "select sr.model, sr.id, sr.answer_f1, sr.answer_em, sr.citation_precision, "
+                    "sr.citation_recall, sr.citation_f1 from scores as sr "
+                    "order by sr.source, sr.row_number",
+            "worst": _WORST_SQL,
+        })
     except duckdb.Error as exc:
         raise InputError(f"{out_dir}: the report's queries failed: {exc}") from exc
-    finally:
-        con.close()
+    counts, by_model = frames.pop("counts"), frames.pop("by_model")
+    n_rows, n_rejected = int(counts["n_rows"][0]), int(counts["n_rejected"][0])
     texts_path = out_dir / TEXTS_FILE
     if texts_path.is_file():
         texts = pl.read_parquet(texts_path).select("source", "row_number", "question",
