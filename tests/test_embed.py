@@ -31,6 +31,7 @@ from pipeline.embed.backends import (
     verify_file,
 )
 from pipeline.embed.cache import text_keys
+from pipeline.embed.minilm_float32 import MiniLMFloat32Backend
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +47,12 @@ def minilm():
     # Default model and tokenizer paths: the ONNX package is a runtime dependency and the
     # tokenizer ships with the package, so a plain install must build this backend.
     return MiniLMOnnxBackend(batch_size=2, intra_op_threads=1)
+
+
+@pytest.fixture(scope="module")
+def minilm_float32():
+    # The enhanced-framework preset's backend (weights installed by `make test`).
+    return MiniLMFloat32Backend(batch_size=2)
 
 
 # --- the shipped MiniLM tokenizer ---------------------------------------------------------------
@@ -122,7 +129,10 @@ def test_minilm_golden_cosine(minilm):
     )
 
 
-def test_minilm_order_padding_and_truncation(minilm):
+@pytest.mark.parametrize("backend", ["minilm", "minilm_float32"])
+def test_minilm_order_padding_and_truncation(backend, request):
+    """Both MiniLM backends (int8 ONNX and float32 numpy) share tokenization and batching."""
+    minilm = request.getfixturevalue(backend)
     texts = ["word " * 600, "Short.", "  A medium sized sentence here.  ", "Short."]
     together = minilm.encode(texts)
     alone = np.vstack([minilm.encode([t]) for t in texts])

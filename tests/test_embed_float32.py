@@ -94,14 +94,6 @@ def test_documented_cosine_and_unit_vectors(float32):
     assert round(float(a.astype(np.float64) @ b.astype(np.float64)), 4) == MOVIE_COSINE
 
 
-def test_order_padding_and_truncation_change_nothing(float32):
-    texts = ["word " * 600, "Short.", "  A medium sized sentence here.  ", "Short."]
-    together = float32.encode(texts)
-    alone = np.vstack([float32.encode([t]) for t in texts])
-    np.testing.assert_allclose(together, alone, atol=2e-6)
-    np.testing.assert_array_equal(together[1], together[3])
-
-
 def test_close_to_the_int8_default():
     texts = ["A man is eating food.", "Paris is the capital of France.", "Photosynthesis."]
     f32, int8 = MiniLMFloat32Backend().encode(texts), MiniLMOnnxBackend().encode(texts)
