@@ -104,7 +104,8 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
         )
     columns.update(text_specs.intermediates(inputs, needed, clean))
     columns.update(composite_specs.intermediates(inputs, needed, clean))
-    stages = [{RESPONSE: response}, columns, alternatives, overlaps]
+    stages = [{RESPONSE: response}, columns, alternatives,
+              overlaps | text_specs.token_intermediates(needed)]
     return [stage for stage in stages if stage]
 
 

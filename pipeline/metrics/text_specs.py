@@ -25,7 +25,11 @@ from pipeline.text.tokenize_13a import tokens_13a
 RESPONSE = "_response"
 
 _ROUGE = ("_response_rouge", "_reference_rouge")
+#: Intermediate struct of the ROUGE-1/2 overlaps and the LCS length (one kernel call a batch).
+_ROUGE_STATS = "_rouge_statistics"
 _BLEU = ("_response_13a", "_reference_13a")
+#: Intermediate struct of the BLEU match counts of every order (one kernel call per batch).
+_BLEU_MATCHES = "_bleu_matches"
 _KEYWORDS = ("_response_keywords", "_reference_keywords", "_question_keywords")
 _GROUNDING = "_grounding"
 
@@ -65,6 +69,17 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
         )
     if "_grounding" in needed:
         columns[_GROUNDING] = _grounding_counts(inputs)
+    return columns
+
+
+def token_intermediates(needed: set[str]) -> dict[str, pl.Expr]:
+    """Columns computed from the token lists of :func:`intermediates` (a later stage): the
+    numpy kernels of ROUGE and BLEU, each once per batch for all the counts it gives."""
+    columns: dict[str, pl.Expr] = {}
+    if "_rouge_tokens" in needed:
+        columns[_ROUGE_STATS] = rouge.rouge_statistics(pl.col(_ROUGE[0]), pl.col(_ROUGE[1]))
+    if "_bleu_tokens" in needed:
+        columns[_BLEU_MATCHES] = bleu.match_counts(pl.col(_BLEU[0]), pl.col(_BLEU[1]))
     return columns
 
 
@@ -146,6 +161,8 @@ def _rouge_counts(n: int) -> list[MetricSpec]:
             f"{n}-grams in the reference")
 
     def part(index: int) -> Callable[[Inputs], pl.Expr]:
+        if index == 0:  # the overlap, from the shared kernel's struct
+            return lambda _: pl.col(_ROUGE_STATS).struct.field(f"overlap_{n}")
         return lambda _: rouge.ngram_overlap(pl.col(_ROUGE[0]), pl.col(_ROUGE[1]), n)[index]
 
     return [
@@ -171,7 +188,9 @@ _BLEU_STATS = {f"bleu_{key}": key for key in bleu.statistic_names()}
 
 
 def _bleu_stat(key: str) -> Callable[[Inputs], pl.Expr]:
-    return lambda _: bleu.bleu_statistics(pl.col(_BLEU[0]), pl.col(_BLEU[1]))[key]
+    return lambda _: bleu.bleu_statistics(
+        pl.col(_BLEU[0]), pl.col(_BLEU[1]), matches=pl.col(_BLEU_MATCHES)
+    )[key]
 
 
 def _sentence_bleu(_: Inputs) -> pl.Expr:
@@ -198,7 +217,7 @@ SPECS: tuple[MetricSpec, ...] = (
     *_rouge_counts(1),
     *_rouge_counts(2),
     count("rouge_l_lcs", "lexical",
-          lambda _: rouge.lcs_length(pl.col(_ROUGE[0]), pl.col(_ROUGE[1])),
+          lambda _: pl.col(_ROUGE_STATS).struct.field("lcs"),
           "ROUGE-L sufficient statistic: longest common subsequence of the token lists.",
           needs=("_rouge_tokens",)),
     _rouge_f("rouge_1", "rouge_1_overlap", "rouge_1_pred", "rouge_1_ref", "ROUGE-1"),

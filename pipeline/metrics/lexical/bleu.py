@@ -146,8 +146,27 @@ def _match_counts(hyp: pl.Series, ref: pl.Series, orders: Sequence[int]) -> dict
     return out
 
 
-def _matches_batch(series: Sequence[pl.Series], n: int) -> pl.Series:
-    return _match_counts(*_broadcast(series), [n])[f"matches_{n}"]
+def _matches_struct(series: Sequence[pl.Series], max_order: int) -> pl.Series:
+    counts = _match_counts(*_broadcast(series), range(1, max_order + 1))
+    return pl.DataFrame(counts).to_struct("matches")
+
+
+def match_counts(hyp_tokens: pl.Expr, ref_tokens: pl.Expr, max_order: int = MAX_ORDER) -> pl.Expr:
+    """Every ``matches_n`` (n = 1..``max_order``) from one kernel call, as a struct with those
+    fields (Int64, null where a side is null): the tokens get their ids once for all orders.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"h": [["a", "a", "b"]], "r": [["a", "b", "a"]]})
+    >>> frame.select(match_counts(pl.col("h"), pl.col("r"), max_order=2)).item()
+    {'matches_1': 3, 'matches_2': 1}
+    """
+    fields = {f"matches_{n}": pl.Int64() for n in range(1, max_order + 1)}
+    return pl.map_batches(
+        [hyp_tokens, ref_tokens],
+        partial(_matches_struct, max_order=max_order),
+        return_dtype=pl.Struct(fields),
+        is_elementwise=True,
+    )
 
 
 # --- statistics and scores -------------------------------------------------------------------
@@ -164,29 +183,26 @@ def _lengths_and_totals(
 
 
 def bleu_statistics(
-    hyp_tokens: pl.Expr, ref_tokens: pl.Expr, max_order: int = MAX_ORDER
+    hyp_tokens: pl.Expr, ref_tokens: pl.Expr, max_order: int = MAX_ORDER,
+    *, matches: pl.Expr | None = None,
 ) -> dict[str, pl.Expr]:
     """Sufficient statistics of BLEU for one hypothesis and one reference (Int64 expressions).
 
     ``matches_n`` is the clipped match count ``sum(min(hyp_count, ref_count))`` over n-grams,
-    ``totals_n = max(hyp_len - n + 1, 0)``; keys as in :func:`statistic_names`. Each
-    ``matches_n`` runs a numpy kernel: store the statistics as columns before scoring.
+    ``totals_n = max(hyp_len - n + 1, 0)``; keys as in :func:`statistic_names`. The match
+    counts are the fields of :func:`match_counts` (a numpy kernel), or of ``matches`` when
+    given: store that struct as a column once and pass it, since polars may evaluate a user
+    function once per use.
 
     >>> import polars as pl
     >>> frame = pl.DataFrame({"h": [["a", "a", "b"]], "r": [["a", "b", "a"]]})
     >>> frame.select(**bleu_statistics(pl.col("h"), pl.col("r"), max_order=2)).row(0)
     (3, 1, 3, 2, 3, 3)
     """
-    matches = {
-        f"matches_{n}": pl.map_batches(
-            [hyp_tokens, ref_tokens],
-            partial(_matches_batch, n=n),
-            return_dtype=pl.Int64,
-            is_elementwise=True,
-        )
-        for n in range(1, max_order + 1)
-    }
-    stats = {**matches, **_lengths_and_totals(hyp_tokens, ref_tokens, max_order)}
+    struct = match_counts(hyp_tokens, ref_tokens, max_order) if matches is None else matches
+    counts = {f"matches_{n}": struct.struct.field(f"matches_{n}")
+              for n in range(1, max_order + 1)}
+    stats = {**counts, **_lengths_and_totals(hyp_tokens, ref_tokens, max_order)}
     return {name: stats[name] for name in statistic_names(max_order)}
 
 

@@ -96,8 +96,13 @@ def _with_nulls(result: np.ndarray, pred: pl.Series, ref: pl.Series) -> pl.Serie
 def _overlap_batch(series: Sequence[pl.Series], n: int) -> pl.Series:
     """Clipped n-gram overlap per row: one sort of (row, n-gram, side) keys of both sides."""
     pred, ref = series
-    rows = len(pred)
-    ids, pred_len, ref_len, bound = _dense_ids(pred, ref)
+    return _with_nulls(_overlaps(*_dense_ids(pred, ref), len(pred), n), pred, ref)
+
+
+def _overlaps(
+    ids: np.ndarray, pred_len: np.ndarray, ref_len: np.ndarray, bound: int, rows: int, n: int
+) -> np.ndarray:
+    """:func:`_overlap_batch` from the tokens' dense ids (:func:`_dense_ids`)."""
     # Both sides as one flat list of 2 * rows rows: predictions first, then references.
     lengths = np.concatenate([pred_len, ref_len])
     row = np.repeat(np.arange(2 * rows, dtype=np.int64), lengths)
@@ -127,7 +132,7 @@ def _overlap_batch(series: Sequence[pl.Series], n: int) -> pl.Series:
     paired = np.flatnonzero(gram[1:] == gram[:-1])
     clipped = np.minimum(counts[paired], counts[paired + 1])
     overlap = np.bincount(gram[paired] // card, weights=clipped, minlength=rows)
-    return _with_nulls(overlap.astype(np.int64), pred, ref)
+    return overlap.astype(np.int64)
 
 
 def ngram_overlap(
@@ -164,8 +169,13 @@ def _ngram_count(tokens: pl.Expr, n: int) -> pl.Expr:
 def _lcs_batch(series: Sequence[pl.Series]) -> pl.Series:
     """LCS length per row, bit-parallel over rows bucketed by padded length."""
     pred, ref = series
-    rows = len(pred)
-    ids, pred_len, ref_len, bound = _dense_ids(pred, ref)
+    return _with_nulls(_lcs_lengths(*_dense_ids(pred, ref), len(pred)), pred, ref)
+
+
+def _lcs_lengths(
+    ids: np.ndarray, pred_len: np.ndarray, ref_len: np.ndarray, bound: int, rows: int
+) -> np.ndarray:
+    """:func:`_lcs_batch` from the tokens' dense ids (:func:`_dense_ids`)."""
     ids = ids.astype(np.int32) if bound < np.iinfo(np.int32).max else ids
     pred_start = _row_starts(pred_len)
     ref_start = _row_starts(ref_len) + int(pred_len.sum())
@@ -185,7 +195,37 @@ def _lcs_batch(series: Sequence[pl.Series]) -> pl.Series:
             pred_ids = _padded(ids, pred_start[chunk], pred_len[chunk], longest, fill=-1)
             ref_ids = _padded(ids, ref_start[chunk], ref_len[chunk], cap, fill=-2)
             result[chunk] = _bit_parallel_lcs(np.ascontiguousarray(pred_ids.T), ref_ids)
-    return _with_nulls(result, pred, ref)
+    return result
+
+
+#: Fields of :func:`rouge_statistics`.
+STATISTICS = ("overlap_1", "overlap_2", "lcs")
+
+
+def _statistics_batch(series: Sequence[pl.Series]) -> pl.Series:
+    pred, ref = series
+    dense = (*_dense_ids(pred, ref), len(pred))
+    columns = {"overlap_1": _overlaps(*dense, 1), "overlap_2": _overlaps(*dense, 2),
+               "lcs": _lcs_lengths(*dense)}
+    return pl.DataFrame(
+        {name: _with_nulls(values, pred, ref) for name, values in columns.items()}
+    ).to_struct("rouge")
+
+
+def rouge_statistics(pred_tokens: pl.Expr, ref_tokens: pl.Expr) -> pl.Expr:
+    """ROUGE-1 and ROUGE-2 clipped overlaps and the LCS length from one kernel call, as a
+    struct with the fields :data:`STATISTICS` (Int64, null where a side is null): the tokens
+    get their ids once for the three. Equal to :func:`ngram_overlap` and :func:`lcs_length`.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"p": [["the", "the", "cat"]], "r": [["the", "cat", "the"]]})
+    >>> frame.select(rouge_statistics(pl.col("p"), pl.col("r"))).item()
+    {'overlap_1': 3, 'overlap_2': 1, 'lcs': 2}
+    """
+    return pl.map_batches(
+        [pred_tokens, ref_tokens], _statistics_batch,
+        return_dtype=pl.Struct({name: pl.Int64() for name in STATISTICS}), is_elementwise=True,
+    )
 
 
 def _ceil_pow2(lengths: np.ndarray) -> np.ndarray:
