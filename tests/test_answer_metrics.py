@@ -20,7 +20,12 @@ from pipeline.config import Config
 from pipeline.metrics.qa.answer import multiset_overlap
 from pipeline.scoring import score_frame
 from pipeline.text.charclasses import lowercase_mismatches, space_class, word_class
-from pipeline.text.normalize import ascii_lower_remove_punctuation, python_lower, squad_normalize
+from pipeline.text.normalize import (
+    ascii_lower_remove_punctuation,
+    collapse_whitespace,
+    python_lower,
+    squad_normalize,
+)
 from pipeline.text.tokenize import squad_tokens, squad_tokens_ascii, squad_tokens_unicode
 
 GOLDEN = Path(__file__).parent / "golden" / "squad_adversarial.jsonl"
@@ -123,6 +128,22 @@ def test_normalize_and_tokens_equal_official_script(texts):
     out = frame.select(n=squad_normalize(pl.col("t")), k=squad_tokens(pl.col("t")))
     assert out["n"].to_list() == [normalize_answer(t) for t in texts]
     assert [list(k) for k in out["k"].to_list()] == [normalize_answer(t).split() for t in texts]
+
+
+# Every str.isspace character, plain spaces weighted up, and a few non-space characters.
+whitespace_heavy = st.text(
+    alphabet=st.sampled_from([" ", " ", " ", "\t", "\n", "\x0b", "\x1c", "\x1f", "\x85",
+                              "\xa0", "\u2028", "\u3000", "x", "é", "_", "\x01"]),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(whitespace_heavy, min_size=1, max_size=20))
+def test_collapse_whitespace_equals_split_join(texts):
+    frame = pl.DataFrame({"t": [*texts, None]}, schema={"t": pl.String})
+    out = frame.select(collapse_whitespace(pl.col("t")))["t"].to_list()
+    assert out == [" ".join(t.split()) for t in texts] + [None]
 
 
 def test_python_lower_matches_cpython_on_every_code_point():

