@@ -16,6 +16,7 @@ def _table() -> pa.Table:
         "response": ["a", "b", "a", "c"],
         "row_hash": [bytes(range(16)), bytes(16), b"\xff" * 16, bytes(range(16, 32))],
         "answer_f1": [0.5, None, 1.0, 0.0],
+        "row_number": [0, 1, 2, 3],
     })
 
 
@@ -48,3 +49,7 @@ def test_encodings_per_column(tmp_path: Path) -> None:
     assert "RLE_DICTIONARY" in model.encodings
     assert model.statistics.min == "m1" and model.statistics.max == "m2"
     assert _chunk(path, "answer_f1").statistics.null_count == 1
+    row_number = _chunk(path, "row_number")
+    assert "DELTA_BINARY_PACKED" in row_number.encodings
+    assert "RLE_DICTIONARY" not in row_number.encodings
+    assert (row_number.statistics.min, row_number.statistics.max) == (0, 3)
