@@ -32,9 +32,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import polars as pl
+import polars_hash  # registers the ``chash`` namespace on every expression
+import pyarrow as pa
 from tqdm import tqdm
 
 from pipeline.embed.backends import EmbeddingBackend
@@ -64,12 +67,14 @@ VECTORS_SUFFIX = ".vectors.npy"
 def text_keys(texts: pl.Series) -> pl.Series:
     """sha256 of each text's UTF-8 bytes (Binary, 32 bytes; null stays null).
 
-    One ``hashlib`` call per *distinct* text: callers pass deduplicated texts.
+    Computed in Rust over the whole column (``polars_hash``), the same bytes as
+    ``hashlib.sha256(text.encode("utf-8")).digest()``.
     """
-    return pl.Series(
-        "key",
-        [None if t is None else hashlib.sha256(t.encode("utf-8")).digest() for t in texts],
-        dtype=pl.Binary,
+    column = pl.col(texts.name).cast(pl.String)
+    return (
+        texts.to_frame()
+        .select(cast(polars_hash.HExpr, column).chash.sha2_256().str.decode("hex").alias("key"))
+        .to_series()
     )
 
 
@@ -103,6 +108,8 @@ class _Shard:
         keep = np.ones(len(keys), dtype=bool)
         same = prefixes[1:] == prefixes[:-1]
         keep[1:][same] = np.any(keys[1:][same] != keys[:-1][same], axis=1)
+        if keep.all():  # the rule: distinct texts; no second copy of the vectors
+            return cls(prefixes, keys, vectors)
         return cls(prefixes[keep], keys[keep], vectors[keep])
 
     @classmethod
@@ -386,10 +393,24 @@ class EmbeddingCache:
 
 
 def _key_matrix(keys: pl.Series) -> np.ndarray:
-    """The 32-byte keys of ``keys`` (Binary) as a uint8 ``(n, 32)`` matrix."""
+    """The 32-byte keys of ``keys`` (Binary, no nulls) as a uint8 ``(n, 32)`` matrix, read from
+    the column's data buffer (no Python object per key)."""
     if keys.is_empty():
         return np.empty((0, 32), dtype=np.uint8)
-    return np.frombuffer(b"".join(keys.to_list()), dtype=np.uint8).reshape(len(keys), 32)
+    if keys.null_count():
+        raise ValueError("cache keys must not be null")
+    column = keys.to_arrow().cast(pa.large_binary())
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    matrices = []
+    for chunk in chunks:
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[
+            chunk.offset : chunk.offset + len(chunk) + 1
+        ]
+        if np.any(np.diff(offsets) != 32):
+            raise ValueError("cache keys must be 32 bytes each")
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+        matrices.append(data[offsets[0] : offsets[-1]].reshape(len(chunk), 32))
+    return np.concatenate(matrices) if len(matrices) > 1 else matrices[0].copy()
 
 
 @dataclass
