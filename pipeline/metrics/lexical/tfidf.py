@@ -157,10 +157,13 @@ class SpilledDocumentFrequencies:
     def add(self, texts: pl.Series) -> None:
         """Spill the distinct non-null texts of a batch (hash and distinct words)."""
         batch = pl.DataFrame({"text": texts.cast(pl.String)}).drop_nulls()
-        rows = batch.select(
-            hash=pl.col("text").hash(seed=_TEXT_HASH_SEED),
-            words=tfidf_tokens(pl.col("text")).list.unique(),
-        ).unique("hash")
+        # Deduplicated before tokenizing: a question recurs on the rows of every model and
+        # noise level, and only its first occurrence needs its words.
+        rows = (
+            batch.select(hash=pl.col("text").hash(seed=_TEXT_HASH_SEED), text=pl.col("text"))
+            .unique("hash")
+            .select("hash", words=tfidf_tokens(pl.col("text")).list.unique())
+        )
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.path, self._schema, compression="zstd")
         self._writer.write_table(rows.to_arrow().cast(self._schema))
