@@ -367,13 +367,51 @@ def test_compaction_merges_small_shards(tmp_path):
     np.testing.assert_array_equal(embedder.embed(texts), reference)
     directory = cache.directory(backend)
     assert directory is not None
-    # Every fourth shard triggers a merge of all but the largest: never more than 3 stay.
+    # A fourth shard triggers a merge of the smallest shards of like size: never more than 3.
     assert len(cache._table(backend).shards) <= 3
     assert len(list(directory.glob("shard-*.keys.npy"))) == len(cache._table(backend).shards)
     assert len(list(directory.glob("shard-*.vectors.npy"))) == len(cache._table(backend).shards)
     fresh = CachedEmbedder(backend, EmbeddingCache(tmp_path, max_shards=3))
     np.testing.assert_array_equal(fresh.embed(texts), reference)
     assert fresh.last.encoded == 0 and fresh.cache.size(backend) == 12
+
+
+@pytest.mark.parametrize(("sizes", "merged"), [
+    ([1, 1, 1, 1], 4),  # like sizes merge together
+    ([1, 1, 1, 4], 3),  # the large shard waits until the small ones add up to it
+    ([1, 2, 3, 4], 4),  # 1+2 >= 3, then 6 >= 4
+    ([5, 100, 200], 2),  # at least two, however unlike
+])
+def test_merge_count_takes_shards_of_like_size(sizes, merged):
+    assert cache_module._merge_count(sizes) == merged
+
+
+def test_merge_count_stops_at_merge_rows(monkeypatch):
+    monkeypatch.setattr(cache_module, "MERGE_ROWS", 5)
+    assert cache_module._merge_count([2, 2, 2, 2]) == 2  # a third would make 6 > 5
+    assert cache_module._merge_count([4, 4]) == 2  # two are merged even beyond
+
+
+def test_compactions_rewrite_each_vector_a_few_times(tmp_path, monkeypatch):
+    """Many small shards: the vectors rewritten by all compactions stay a small multiple of
+    the vectors stored (the rule that merged every shard each time rewrote ~n**2 / 2)."""
+    rewritten = []
+    real = cache_module._write_merged
+
+    def counting(directory, shards, keys, source, rows):
+        rewritten.append(len(keys))
+        return real(directory, shards, keys, source, rows)
+
+    monkeypatch.setattr(cache_module, "_write_merged", counting)
+    backend = Counting()
+    cache = EmbeddingCache(tmp_path, max_shards=4)
+    for i in range(64):
+        keys = text_keys(pl.Series([f"s{i} {j}" for j in range(10)]))
+        cache.store(backend, keys, np.full((10, 16), i, dtype=np.float32))
+    assert len(cache._table(backend).shards) <= 4 and cache.size(backend) == 640
+    assert sum(rewritten) <= 4 * 640
+    positions, found = cache.lookup(backend, text_keys(pl.Series(["s7 3", "s63 9"])))
+    assert found[np.argsort(positions), 0].tolist() == [7.0, 63.0]
 
 
 def test_compaction_keeps_the_first_of_duplicate_keys():

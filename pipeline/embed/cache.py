@@ -164,17 +164,28 @@ def _distinct_order(keys: np.ndarray) -> np.ndarray:
 
 
 def _gather(
-    shards: list[_Shard], source: np.ndarray, rows: np.ndarray, start: int, stop: int
+    shards: list[_Shard], source: np.ndarray, rows: np.ndarray, start: int, stop: int,
+    out: np.ndarray | None = None, scratch: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Vectors ``start:stop`` of the merged order: row ``rows[i]`` of shard ``source[i]``."""
+    """Vectors ``start:stop`` of the merged order: row ``rows[i]`` of shard ``source[i]``.
+
+    Shards and the merged order are both sorted by key, so the rows one shard gives to a block
+    are an ascending run with few gaps: each shard is read as one contiguous slice (sequential
+    pages, no per-row seek) and the rows are picked from it. ``out`` and ``scratch`` (at least
+    ``stop - start`` rows each) are reused between blocks when given: fresh memory costs a page
+    fault per 4 KiB, more than the copy itself.
+    """
     block_source, block_rows = source[start:stop], rows[start:stop]
-    block = np.empty((stop - start, shards[0].vectors.shape[1]), dtype=shards[0].vectors.dtype)
+    n, dim, dtype = stop - start, shards[0].vectors.shape[1], shards[0].vectors.dtype
+    block = np.empty((n, dim), dtype=dtype) if out is None else out[:n]
     for index, shard in enumerate(shards):  # a loop over shards, not rows
-        mine = block_source == index
-        if mine.any():
-            block[mine] = shard.vectors[np.sort(block_rows[mine])][
-                np.argsort(np.argsort(block_rows[mine], kind="stable"), kind="stable")
-            ]
+        mine = np.flatnonzero(block_source == index)
+        if len(mine):
+            wanted = block_rows[mine]
+            low, high = int(wanted.min()), int(wanted.max()) + 1
+            picked = np.take(shard.vectors[low:high], wanted - low, axis=0,
+                             out=None if scratch is None else scratch[: len(mine)])
+            block[mine] = picked
             _release(shard.vectors)
     return block
 
@@ -193,9 +204,13 @@ def _write_merged(
     # resident until it is unmapped).
     with atomic_path(_vectors_path(keys_path)) as tmp, open(tmp, "wb") as fh:
         np.lib.format.write_array_header_2_0(fh, header)
+        rows_per_block = min(MERGE_BLOCK_ROWS, len(keys))
+        out = np.empty((rows_per_block, dim), dtype=dtype)
+        scratch = np.empty_like(out)
         for start in range(0, len(keys), MERGE_BLOCK_ROWS):
             stop = min(start + MERGE_BLOCK_ROWS, len(keys))
-            fh.write(np.ascontiguousarray(_gather(shards, source, rows, start, stop)).tobytes())
+            block = _gather(shards, source, rows, start, stop, out, scratch)
+            block.tofile(fh)
     with atomic_path(keys_path) as tmp, open(tmp, "wb") as fh:
         np.save(fh, np.ascontiguousarray(keys))
     return keys_path
@@ -213,6 +228,23 @@ def _release(vectors: np.ndarray) -> None:
 
 def _vectors_path(keys_path: Path) -> Path:
     return keys_path.with_name(keys_path.name[: -len(KEYS_SUFFIX)] + VECTORS_SUFFIX)
+
+
+def _merge_count(sizes: list[int]) -> int:
+    """How many of the shards of ``sizes`` (ascending) one compaction merges: the two smallest,
+    then each next one while it holds no more vectors than those taken together (and the total
+    stays within :data:`MERGE_ROWS`).
+
+    Shards of like size merge and a large shard waits until the small ones add up to it, so a
+    vector is rewritten about once each time its shard doubles, not at every compaction (the
+    earlier rule, every shard up to :data:`MERGE_ROWS`, rewrote the whole cache each time).
+    """
+    n_merge, total = 2, sizes[0] + sizes[1]
+    while (n_merge < len(sizes) and sizes[n_merge] <= total
+           and total + sizes[n_merge] <= MERGE_ROWS):
+        total += sizes[n_merge]
+        n_merge += 1
+    return n_merge
 
 
 @dataclass
@@ -235,8 +267,8 @@ class EmbeddingCache:
     a binary search per shard followed by a gather of the rows found, so its cost grows with the
     number of shards and the log of their size, not with the vectors cached. Shards are only
     added, each written atomically under a unique name; when a model has more than
-    ``max_shards`` shards, the smallest are merged into one (:meth:`compact`), so their number
-    stays small: about ``max_shards + total / MERGE_ROWS``. ``cache_dir=None`` keeps the same
+    ``max_shards`` shards, the smallest are merged into one (:meth:`compact`) until there are
+    ``max_shards`` again. ``cache_dir=None`` keeps the same
     shards in memory for the life of this object only.
 
     Float16 storage halves the disk and page-cache footprint and moves cosines by less than
@@ -298,7 +330,7 @@ class EmbeddingCache:
             self._write_model_card(backend, table.directory)
             shard = _Shard.open(shard.write(table.directory))
         table.shards.append(shard)
-        if len(table.shards) > self.max_shards:
+        while len(table.shards) > self.max_shards:
             self.compact(backend)
 
     def size(self, backend: EmbeddingBackend) -> int:
@@ -309,12 +341,12 @@ class EmbeddingCache:
     def compact(self, backend: EmbeddingBackend) -> None:
         """Merge the smallest shards into one sorted shard without duplicate keys.
 
-        Shards are taken smallest first while together they hold at most
-        :data:`MERGE_ROWS` vectors (at least two), so a compaction never rewrites the bulk of
-        a large cache; on disk the vectors are copied in blocks of :data:`MERGE_BLOCK_ROWS`, so
-        memory holds the merged keys and one block, not the vectors; keys already in a shard
-        that is kept
-        (written by a concurrent run) are dropped. The merged inputs are deleted after the
+        Shards are taken smallest first as :func:`_merge_count` says (shards of like size,
+        at least two, at most :data:`MERGE_ROWS` vectors unless two alone hold more), so a
+        compaction never rewrites the bulk of a large cache for a few new vectors; on disk the
+        vectors are copied in blocks of :data:`MERGE_BLOCK_ROWS`, so memory holds the merged
+        keys and one block, not the vectors; keys already in a shard that is kept (written by
+        a concurrent run) are dropped. The merged inputs are deleted after the
         merged shard is in place (a concurrent reader that mapped them keeps reading them; a
         cache is disposable).
         """
@@ -322,8 +354,7 @@ class EmbeddingCache:
         if len(table.shards) < 2:
             return
         ordered = sorted(table.shards, key=len)
-        sizes = np.cumsum([len(shard) for shard in ordered])
-        n_merge = max(2, int(np.searchsorted(sizes, MERGE_ROWS, side="right")))
+        n_merge = _merge_count([len(shard) for shard in ordered])
         merge, keep = ordered[:n_merge][::-1], ordered[n_merge:]
         # Largest first, as lookups search them: a duplicated key keeps the vector it had.
         keys = np.concatenate([np.asarray(s.keys) for s in merge])
@@ -357,7 +388,7 @@ class EmbeddingCache:
             if directory is not None and directory.is_dir():
                 table.shards = self._open_shards(directory, backend.dim)
             self._tables[ident] = table
-            if len(table.shards) > self.max_shards:
+            while len(table.shards) > self.max_shards:
                 self.compact(backend)
         return self._tables[ident]
 
