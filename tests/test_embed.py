@@ -414,6 +414,30 @@ def test_compactions_rewrite_each_vector_a_few_times(tmp_path, monkeypatch):
     assert found[np.argsort(positions), 0].tolist() == [7.0, 63.0]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.none() | st.text(max_size=40), max_size=20))
+def test_text_keys_are_hashlib_sha256(texts):
+    """Keys computed in Rust are the bytes earlier caches were written with (hashlib's)."""
+    keys = text_keys(pl.Series("t", texts, dtype=pl.String))
+    assert keys.dtype == pl.Binary
+    assert keys.to_list() == [
+        None if t is None else hashlib.sha256(t.encode("utf-8")).digest() for t in texts
+    ]
+
+
+def test_key_matrix_reads_slices_and_chunks():
+    keys = text_keys(pl.Series([f"k{i}" for i in range(9)]))
+    expected = np.frombuffer(b"".join(keys.to_list()), dtype=np.uint8).reshape(9, 32)
+    np.testing.assert_array_equal(cache_module._key_matrix(keys.slice(3, 4)), expected[3:7])
+    chunked = pl.concat([keys.slice(0, 2), keys.slice(5, 3)], rechunk=False)
+    np.testing.assert_array_equal(cache_module._key_matrix(chunked),
+                                  np.vstack([expected[:2], expected[5:8]]))
+    with pytest.raises(ValueError, match="null"):
+        cache_module._key_matrix(pl.Series([b"x" * 32, None], dtype=pl.Binary))
+    with pytest.raises(ValueError, match="32 bytes"):
+        cache_module._key_matrix(pl.Series([b"short"], dtype=pl.Binary))
+
+
 def test_compaction_keeps_the_first_of_duplicate_keys():
     backend = Counting()
     cache = EmbeddingCache(None)
