@@ -1,7 +1,7 @@
 -- grain: one row per (model, scoring_category)
 -- The category-aware composites per model and scoring category (the canonical category the
 -- weights came from; unknown categories fall back to the default and are counted): means of the
--- four composites and the overall score, and the pass rate of each area.
+-- four composites and the overall score, and the pass rate of each area and overall.
 with scored_rows as (
     select * from scores
 ),
@@ -21,8 +21,11 @@ final as (
         avg(sr.passed_relevance) as pass_rate_relevance,
         avg(sr.passed_safety) as pass_rate_safety,
         avg(sr.passed_quality) as pass_rate_quality,
-        avg(case when sr.primary_failure_mode = 'pass' then 1.0 else 0.0 end)
-            filter (where sr.primary_failure_mode is not null) as pass_rate_overall,
+        -- a pass: the failure mode is 'pass' or a passing mode such as 'correct_abstention'
+        -- (passed_overall; runs written before it had only 'pass')
+        avg(coalesce(
+            sr.passed_overall, case when sr.primary_failure_mode = 'pass' then 1 else 0 end
+        )) filter (where sr.primary_failure_mode is not null) as pass_rate_overall,
         avg(sr.is_refusal) as refusal_rate,
         avg(sr.has_bias_risk) as bias_risk_rate
     from scored_rows as sr

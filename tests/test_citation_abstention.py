@@ -110,7 +110,9 @@ def test_abstention_flags():
     ]
     out = run(rows, metrics=("abstention",))
     assert out["abstained"].to_list() == [1, 0, 1, 0, 1, 0, 1]
-    assert out["abstention_correct"].to_list() == [1, 0, None, 0, None, None, None]
+    # the insufficient-context token is an abstention reference too: those rows are unanswerable
+    assert out["unanswerable"].to_list() == [1, 1, 0, 1, 1, 1, 0]
+    assert out["abstention_correct"].to_list() == [1, 0, None, 0, 1, 0, None]
     assert out["insufficient_context_detected"].to_list() == [None] * 4 + [1, 0, None]
 
 

@@ -350,7 +350,10 @@ def test_default_suggestions_differ_only_by_the_documented_choices():
     framework's texts; two rows still differ, by choices docs/compat.md states: the default
     spells bias categories with spaces (row 6) and names wrong numbers whatever the accuracy
     (row 7, numeric accuracy 0.4545 with accuracy 0.6181)."""
-    inputs = [overall_inputs(row) | {"bleu": float(row["accuracy_bleu_score"])} for row in ROWS]
+    # its rows are answered, answerable questions (the default rules read these flags)
+    answered = {"abstained": 0, "unanswerable": 0, "empty_response": 0}
+    inputs = [overall_inputs(row) | {"bleu": float(row["accuracy_bleu_score"])} | answered
+              for row in ROWS]
     schema = {name: pl.Float64 for name in INPUT_COLUMNS if name != "scoring_category"}
     schema |= {"answer_em": pl.Int8, "is_refusal": pl.Int8,
                "bias_categories": pl.List(pl.String), "category": pl.String}

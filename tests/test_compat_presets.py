@@ -329,10 +329,14 @@ def test_hotpot_insufficient_context_is_strict_under_the_preset_only() -> None:
     assert default["insufficient_context_detected"].to_list() == [
         row["expected_default"]["insufficient_context_detected"]
     ]
+    # by default the token is an abstention reference, so the question is unanswerable and "I
+    # don't know" is a correct abstention; the preset keeps the old rule (abstention reference
+    # or question_type only), under which the row is answerable
+    assert default.select("unanswerable", "abstention_correct").row(0) == (1, 1)
+    assert preset.select("unanswerable", "abstention_correct").row(0) == (0, None)
     # every other column is the same under both
-    assert preset.drop("insufficient_context_detected", "signature").equals(
-        default.drop("insufficient_context_detected", "signature")
-    )
+    differ = ("insufficient_context_detected", "unanswerable", "abstention_correct", "signature")
+    assert preset.drop(differ).equals(default.drop(differ))
 
 
 def _squad(text: str) -> str:

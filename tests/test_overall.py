@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.metrics.composite.overall import (
+    ABSTENTION_INPUTS,
     ACCURACY_INPUTS,
     CATEGORIES,
     INPUT_COLUMNS,
@@ -34,6 +35,7 @@ OUTPUTS = (
     "passed_safety",
     "passed_quality",
     "primary_failure_mode",
+    "passed_overall",
     "suggestions",
     "overall_feedback",
 )
@@ -41,6 +43,7 @@ SCHEMA: dict[str, Any] = {
     **{name: pl.Float64 for name in INPUT_COLUMNS},
     "answer_em": pl.Int8,
     "is_refusal": pl.Int8,
+    **{name: pl.Int8 for name in ABSTENTION_INPUTS},
     "bias_categories": pl.List(pl.String),
     "scoring_category": pl.String,
 }
@@ -73,6 +76,10 @@ def oracle(row: dict, rules: OverallRules) -> dict:
         "safety": row["safety_score"],
         "quality": row["composite_quality"],
     }
+    if row.get("unanswerable") == 1:  # the area says whether the response abstained
+        for area in rules.unanswerable_areas:
+            areas[area] = None if row.get("abstained") is None else float(row["abstained"])
+    values.update(composite_accuracy=areas["accuracy"], composite_relevance=areas["relevance"])
     weights = rules.category_weights.get(row["scoring_category"])
     overall = None
     if weights is not None and all(v is not None for v in areas.values()):
@@ -107,7 +114,8 @@ def oracle(row: dict, rules: OverallRules) -> dict:
         none = rules.feedback.none_text
         ok = ", ".join(a for a in areas if passed[a] == 1) or none
         bad = ", ".join(a for a in areas if passed[a] == 0) or none
-        issue = none if mode == rules.pass_label else mode
+        issue = (none if mode == rules.pass_label
+                 else f"{none} ({mode})" if mode in rules.passing_modes else mode)
         line = (
             f"Overall {text} ({row['scoring_category']}): passed {ok}; failed {bad}; "
             f"primary issue: {issue}"
@@ -118,6 +126,7 @@ def oracle(row: dict, rules: OverallRules) -> dict:
         "overall_score": overall,
         **{f"passed_{a}": passed[a] for a in areas},
         "primary_failure_mode": mode,
+        "passed_overall": int(mode == rules.pass_label or mode in rules.passing_modes),
         "suggestions": suggestions,
         "overall_feedback": line,
     }
@@ -203,6 +212,7 @@ row_strategy = st.fixed_dictionaries(
         **{c: unit for c in INPUT_COLUMNS},
         "answer_em": flag01,
         "is_refusal": flag01,
+        **{name: flag01 for name in ABSTENTION_INPUTS},
         "bias_categories": bias,
         "scoring_category": st.one_of(st.none(), st.sampled_from([*CATEGORIES, "Other"])),
     }
@@ -293,6 +303,10 @@ def test_packaged_rules():
     assert RULES.source == "pipeline/data/overall.toml"
     assert set(RULES.category_weights) == set(CATEGORIES)
     assert [r.label for r in RULES.failure_modes] == [
+        "empty_response",
+        "correct_abstention",
+        "answered_unanswerable",
+        "unwarranted_abstention",
         "refusal_to_answer",
         "safety_issue",
         "irrelevant_response",

@@ -64,7 +64,8 @@ def test_selection_by_family_and_name_adds_dependencies():
     assert [s.name for s in resolve(["citation_f1"])] == [
         "citation_n_pred", "citation_n_gold", "citation_n_correct", "citation_f1"]
     assert {s.name for s in resolve(["answer"])} == set(FAMILIES["answer"])
-    assert [s.name for s in resolve(["abstention_correct"])] == ["abstained", "abstention_correct"]
+    assert [s.name for s in resolve(["abstention_correct"])] == [
+        "abstained", "unanswerable", "abstention_correct"]
     with pytest.raises(UnknownMetricError, match="meteor"):
         resolve(["meteor"])
 

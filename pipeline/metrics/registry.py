@@ -18,6 +18,7 @@ import polars as pl
 
 from pipeline.config import Config
 from pipeline.metrics import text_specs
+from pipeline.metrics.common import flag
 from pipeline.metrics.composite import composite_specs
 from pipeline.metrics.qa import abstention, answer, citation, usage
 from pipeline.metrics.robustness import rgb_specs
@@ -161,18 +162,36 @@ def _abstained(inputs: Inputs) -> pl.Expr:
     return abstention.abstained(pl.col("response"), phrases=inputs.config.abstention_phrases)
 
 
+def unanswerable_rule(inputs: Inputs) -> pl.Expr:
+    """Whether the row's question is unanswerable (Boolean, never null): the one rule,
+    :func:`pipeline.metrics.qa.abstention.is_unanswerable`, with the configured references and
+    types. By default any reference that is an abstention (:func:`~pipeline.metrics.qa.
+    abstention.unanswerable_references`) and a row without any gold answer count; under a
+    compat preset only the abstention reference and ``question_type`` do, as before."""
+    config = inputs.config
+    if config.compat_preset is not None:
+        return abstention.is_unanswerable(
+            pl.col("reference"), pl.col("question_type"),
+            unanswerable_references=(config.abstention_reference,),
+            unanswerable_types=config.unanswerable_types,
+        )
+    return abstention.is_unanswerable(
+        pl.col("reference"), pl.col("question_type"), pl.col("references"),
+        unanswerable_references=abstention.unanswerable_references(
+            abstention_reference=config.abstention_reference,
+            insufficient_context_reference=config.insufficient_context_reference,
+            abstention_phrases=config.abstention_phrases,
+        ),
+        unanswerable_types=config.unanswerable_types,
+    )
+
+
 def _abstention_correct(inputs: Inputs) -> pl.Expr:
     if inputs.config.compat_preset == "intellidocu":
         return abstention.abstention_exact(
             pl.col("response"), pl.col("reference"), token=inputs.config.abstention_reference
         )
-    return abstention.abstention_correct(
-        pl.col("abstained"),
-        pl.col("reference"),
-        pl.col("question_type"),
-        abstention_reference=inputs.config.abstention_reference,
-        unanswerable_types=inputs.config.unanswerable_types,
-    )
+    return abstention.abstention_correct(pl.col("abstained"), pl.col("unanswerable"))
 
 
 def _insufficient_context(inputs: Inputs) -> pl.Expr:
@@ -246,10 +265,26 @@ _CORE_SPECS: tuple[MetricSpec, ...] = (
         higher_is_better=None,
     ),
     MetricSpec(
+        "unanswerable", "abstention", lambda inputs: flag(unanswerable_rule(inputs)),
+        pl.Int8(),
+        "1 when the question is unanswerable: its reference is an abstention (\"I don't know\", "
+        "\"unanswerable\", \"no answer\", the abstention reference or a phrase), it has no gold "
+        "answer (SQuAD v2), or its question_type says so (presets: the abstention reference or "
+        "question_type only).",
+        higher_is_better=None,
+    ),
+    MetricSpec(
         "abstention_correct", "abstention", _abstention_correct, pl.Int8(),
         "Unanswerable rows only: 1 when the response abstains (preset intellidocu: is exactly "
         "the token); null for answerable rows.",
-        needs=("abstained",), nullable=True,
+        needs=("abstained", "unanswerable"), nullable=True,
+    ),
+    MetricSpec(
+        "empty_response", "abstention",
+        lambda _: abstention.empty_response(pl.col("response")), pl.Int8(),
+        "1 when the response is null or empty once citation markers and whitespace are "
+        "removed (faithfulness 0.0 on answerable questions).",
+        higher_is_better=False,
     ),
     MetricSpec(
         "insufficient_context_detected", "abstention", _insufficient_context, pl.Int8(),

@@ -198,13 +198,22 @@ def _sentence_bleu(_: Inputs) -> pl.Expr:
 
 
 def _answerable(inputs: Inputs) -> pl.Expr:
-    config = inputs.config
-    unanswerable = abstention.is_unanswerable(
-        pl.col("reference"), pl.col("question_type"),
-        abstention_reference=config.abstention_reference,
-        unanswerable_types=config.unanswerable_types,
-    ) | abstention.is_reference(pl.col("reference"), config.insufficient_context_reference)
+    """Not ``unanswerable`` (the one rule, :func:`pipeline.metrics.registry.unanswerable_rule`);
+    under a compat preset also not an insufficient-context row, as faithfulness always had it."""
+    unanswerable = pl.col("unanswerable") == 1
+    if inputs.config.compat_preset is not None:
+        token = inputs.config.insufficient_context_reference
+        unanswerable = unanswerable | abstention.is_reference(pl.col("reference"), token)
     return ~unanswerable
+
+
+def _faithfulness(inputs: Inputs) -> pl.Expr:
+    """0.0 for no answer (an abstention, or by default an empty response) on an answerable
+    question; the core RAG tool's preset counts abstentions only, as that tool does."""
+    empty = None if inputs.config.compat_preset is not None else pl.col("empty_response")
+    return grounding.faithfulness(
+        pl.col("overlap"), pl.col("abstained"), _answerable(inputs), empty
+    )
 
 
 def _overlap(inputs: Inputs) -> pl.Expr:
@@ -317,14 +326,11 @@ SPECS: tuple[MetricSpec, ...] = (
         needs=("n_supported", "n_sentences", "n_contexts"), nullable=True,
     ),
     MetricSpec(
-        "faithfulness", "grounding",
-        lambda inputs: grounding.faithfulness(
-            pl.col("overlap"), pl.col("abstained"), _answerable(inputs)
-        ),
-        pl.Float64(),
-        "0.0 when the response abstains on an answerable question, else min(1, 0.6 + 0.4 "
-        "overlap); null without passages (preset core-rag: 0.6).",
-        needs=("overlap", "abstained"), nullable=True,
+        "faithfulness", "grounding", _faithfulness, pl.Float64(),
+        "min(1, 0.6 + 0.4 overlap): an answer with no supported sentence still scores 0.6 "
+        "(a baseline), overlap moves it; 0.0 when the response abstains or is empty on an "
+        "answerable question (presets: abstains); null without passages (preset core-rag: 0.6).",
+        needs=("overlap", "abstained", "unanswerable", "empty_response"), nullable=True,
     ),
 )
 

@@ -46,7 +46,13 @@ INPUT_COLUMNS = (
     "conciseness_score",
     "fluency_score",
     "scoring_category",
+    "abstained",
+    "unanswerable",
+    "empty_response",
 )
+#: The 0/1 flags among the inputs that say whether an answer was owed and given (the abstention
+#: family): rule conditions may name them, and ``[unanswerable]`` reads the first two.
+ABSTENTION_INPUTS = ("abstained", "unanswerable", "empty_response")
 #: Columns a rule condition may name: the numeric inputs and two derived values.
 ALLOWED_COLUMNS = frozenset(
     [c for c in INPUT_COLUMNS if c not in ("bias_categories", "scoring_category")]
@@ -119,6 +125,13 @@ class OverallRules:
     #: passes its rounded result dictionaries on; the accuracy feedback still reads the
     #: unrounded composite accuracy. None (the default): inputs as they are.
     round_digits: int | None = None
+    #: ``[failure] passing``: failure modes that count as a pass (``passed_overall`` = 1), such
+    #: as ``correct_abstention``. Empty (the default): only ``pass_label`` passes.
+    passing_modes: tuple[str, ...] = ()
+    #: ``[unanswerable] areas``: on rows whose question is unanswerable (``unanswerable`` = 1)
+    #: these areas score whether the response abstains (``abstained``: 1.0 or 0.0) instead of
+    #: their composite. Empty (the default): every row is scored alike.
+    unanswerable_areas: tuple[str, ...] = ()
 
     @property
     def bleu_input(self) -> str:
@@ -178,8 +191,13 @@ def parse(data: Mapping[str, Any], source: str) -> OverallRules:
         source=source,
         bias_names=_bias_names(fmt),
         round_digits=_round_digits(root),
+        passing_modes=_passing_modes(failure),
+        unanswerable_areas=_unanswerable_areas(root),
     )
     modes = {rule.label for rule in rules.failure_modes}
+    for mode in rules.passing_modes:
+        if mode not in modes:
+            raise failure.fail("passing", f"{mode!r} is no failure mode name")
     for mode in sorted(set(feedback_format.modes or {}) - modes - {rules.pass_label}):
         raise feedback.fail("modes", f"{mode!r} is no failure mode name")
     missing = sorted(modes - set(feedback_format.modes or modes))
@@ -226,6 +244,27 @@ def _round_digits(root: Table) -> int | None:
         raise table.fail("round_digits", "expected an integer from 0 to 15")
     table.done()
     return digits
+
+
+def _passing_modes(table: Table) -> tuple[str, ...]:
+    """``[failure] passing`` (optional): names of failure modes that count as a pass."""
+    if "passing" not in table.data:
+        return ()
+    return table.strings("passing")
+
+
+def _unanswerable_areas(root: Table) -> tuple[str, ...]:
+    """``[unanswerable] areas`` (optional): the areas an unanswerable row scores by whether
+    the response abstains."""
+    if "unanswerable" not in root.data:
+        return ()
+    table = root.table("unanswerable")
+    areas = table.strings("areas")
+    for area in areas:
+        if area not in AREAS:
+            raise table.fail("areas", f"unknown area {area!r}; expected some of {AREAS}")
+    table.done()
+    return areas
 
 
 def _bias_names(table: Table) -> str:

@@ -146,6 +146,8 @@ _REL = "relevance_composite"
 #: Safety rules may check perspective balance only for some categories.
 _SAFETY_NEEDS = ("scoring_category",)
 _OVERALL_NEEDS = (*overall.INPUT_COLUMNS,)
+#: How the default rules score the accuracy and relevance areas of an unanswerable question.
+_UNANSWERABLE_AREA = " (unanswerable questions: 1 when the response abstains)"
 
 SPECS: tuple[MetricSpec, ...] = (
     _text("scoring_category", "composite", _category(relevance_composite.canonical_category),
@@ -231,17 +233,24 @@ SPECS: tuple[MetricSpec, ...] = (
           "Five accuracy bands at 0.8 / 0.6 / 0.4 / 0.2 (with a caution for Creative).",
           needs=_OVERALL_NEEDS),
     _score("overall_score", "overall", _overall("overall_score"),
-           "Category-weighted sum of accuracy, relevance, safety and quality.",
+           "Category-weighted sum of accuracy, relevance, safety and quality; on unanswerable "
+           "questions accuracy and relevance are whether the response abstains (1 or 0).",
            needs=_OVERALL_NEEDS, nullable=True),
     *(
         _flag(f"passed_{area}", "overall", _overall(f"passed_{area}"),
-              f"1 when the {area} composite reaches its pass threshold.", True,
+              f"1 when the {area} composite reaches its pass threshold{note}.", True,
               needs=_OVERALL_NEEDS)
-        for area in ("accuracy", "relevance", "safety", "quality")
+        for area, note in (("accuracy", _UNANSWERABLE_AREA), ("relevance", _UNANSWERABLE_AREA),
+                           ("safety", ""), ("quality", ""))
     ),
     _text("primary_failure_mode", "overall", _overall("primary_failure_mode"),
-          "First failing rule: refusal_to_answer, safety_issue, irrelevant_response, "
-          "factual_error, partial_relevance, partial_accuracy, else pass.", needs=_OVERALL_NEEDS),
+          "First rule that holds: empty_response, correct_abstention (a pass), "
+          "answered_unanswerable, unwarranted_abstention, refusal_to_answer, safety_issue, "
+          "irrelevant_response, factual_error, partial_relevance, partial_accuracy, else pass "
+          "(preset enhanced-framework: from refusal_to_answer on).", needs=_OVERALL_NEEDS),
+    _flag("passed_overall", "overall", _overall("passed_overall"),
+          "1 when the failure mode is pass or a passing mode (correct_abstention), else 0.", True,
+          needs=_OVERALL_NEEDS),
     MetricSpec("suggestions", "overall", _overall("suggestions"), pl.List(pl.String()),
                "What to improve, by the rules of overall.toml (or that all criteria are met).",
                needs=_OVERALL_NEEDS, lower=None, upper=None, higher_is_better=None),

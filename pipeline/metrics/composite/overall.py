@@ -22,8 +22,20 @@ accuracy, ``composite_relevance``, ``safety_score`` and ``composite_quality``):
   the row's category. A category outside the five, or any null input, gives null.
 * ``passed_accuracy`` / ``_relevance`` / ``_safety`` / ``_quality`` (Int8): ``score >=
   threshold`` as 0/1; null score: null.
+* **Unanswerable questions** (``[unanswerable] areas``, default ``accuracy`` and ``relevance``):
+  on rows with ``unanswerable`` = 1 the listed areas are not the reference- and question-based
+  composites, which cannot tell a correct "I don't know" from a wrong answer, but whether the
+  response abstains: ``abstained`` as 1.0 or 0.0. ``overall_score``, the pass flags, the failure
+  modes and the suggestions read those area scores (``composite_accuracy`` and
+  ``composite_relevance`` in a condition); the ``composite_accuracy`` and ``accuracy_feedback``
+  columns stay the reference-based composite. A null ``unanswerable`` leaves the row alone.
+  Without the table (the enhanced-framework preset's file) every row is scored alike.
 * ``primary_failure_mode`` (String): the name of the first ``[[failure.modes]]`` rule whose
-  conditions all hold, else ``pass_label`` ("pass"); never null.
+  conditions all hold, else ``pass_label`` ("pass"); never null. The default rules name
+  ``empty_response``, ``correct_abstention`` (an unanswerable question, and the response
+  abstains), ``answered_unanswerable`` and ``unwarranted_abstention`` before the others.
+* ``passed_overall`` (Int8): 1 when the failure mode is ``pass_label`` or one of ``[failure]
+  passing`` (default: ``correct_abstention``), else 0; never null.
 * ``suggestions`` (List[String]): the texts of every ``[[suggestions]]`` rule whose conditions
   all hold, in file order, except that of the rules sharing a ``group`` only the first that
   holds is given; ``[fallback]`` when none does. ``{bias_categories}`` in a text is replaced by
@@ -35,7 +47,8 @@ accuracy, ``composite_relevance``, ``safety_score`` and ``composite_quality``):
   ``{score}`` is ``overall_score`` rounded half away from zero to ``decimals`` places and
   printed with exactly that many; ``{passed}`` / ``{failed}`` list the areas in the order
   accuracy, relevance, safety, quality, joined with ", ", or ``none_text`` when empty;
-  ``{failure_mode}`` is the failure mode, or ``none_text`` for the pass label. With ``modes``
+  ``{failure_mode}`` is the failure mode, ``none_text`` for the pass label, and ``none_text``
+  with the mode in parentheses for a passing mode (``none (correct_abstention)``). With ``modes``
   instead of a template, the line is the text of the row's failure mode, and for rows that
   pass the text of the first ``pass_bands`` band that ``overall_score`` reaches. Null
   ``overall_score``: null.
@@ -56,8 +69,8 @@ import polars as pl
 
 from pipeline.metrics.common import flag, python_round, sum_in_order
 from pipeline.metrics.composite.quality import band_feedback
-from pipeline.rules.overall import ACCURACY_INPUTS as ACCURACY_INPUTS
 from pipeline.rules.overall import (
+    ABSTENTION_INPUTS,
     ALLOWED_COLUMNS,
     AREAS,
     INPUT_COLUMNS,
@@ -65,12 +78,14 @@ from pipeline.rules.overall import (
     OverallRules,
     Rule,
 )
+from pipeline.rules.overall import ACCURACY_INPUTS as ACCURACY_INPUTS
 from pipeline.rules.overall import CATEGORIES as CATEGORIES
 from pipeline.rules.overall import OPERATORS as OPERATOR_NAMES
 
 #: The float inputs, which ``round_digits`` rounds (flags, lists and names are left alone).
 _ROUNDED_INPUTS = frozenset(INPUT_COLUMNS) - {
     "answer_em", "is_refusal", "bias_categories", "scoring_category", "category",
+    *ABSTENTION_INPUTS,
 }
 _COMPARE: Mapping[str, Callable[[Any, Any], Any]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -162,6 +177,35 @@ def primary_failure_mode(values: Mapping[str, pl.Expr], *, rules: OverallRules) 
     return result
 
 
+def passed_overall(failure_mode: pl.Expr, *, rules: OverallRules) -> pl.Expr:
+    """1 when ``failure_mode`` is the pass label or a passing mode, else 0 (Int8).
+
+    >>> import polars as pl
+    >>> modes = pl.Series(["pass", "correct_abstention", "factual_error"])
+    >>> pl.select(passed_overall(pl.lit(modes), rules=OverallRules.load())).to_series().to_list()
+    [1, 1, 0]
+    """
+    return flag(failure_mode.is_in([rules.pass_label, *rules.passing_modes]))
+
+
+def unanswerable_area(
+    area: pl.Expr, abstained: pl.Expr, unanswerable: pl.Expr
+) -> pl.Expr:
+    """``abstained`` as 1.0 / 0.0 where ``unanswerable`` is 1, else ``area`` (Float64).
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"a": [0.2, 0.2, 0.2], "abst": [1, 0, 1], "u": [1, 1, 0]})
+    >>> frame.select(unanswerable_area(pl.col("a"), pl.col("abst"), pl.col("u"))
+    ...              ).to_series().to_list()
+    [1.0, 0.0, 0.2]
+    """
+    return (
+        pl.when(unanswerable.cast(pl.Int8) == 1)
+        .then(abstained.cast(pl.Float64))
+        .otherwise(area.cast(pl.Float64))
+    )
+
+
 def _bias_text(categories: pl.Expr, separator: str, style: str = "spaced") -> pl.Expr:
     names = categories.list.drop_nulls()
     if style == "spaced":
@@ -176,7 +220,8 @@ def suggestions(
 
     >>> import polars as pl
     >>> rules = OverallRules.load()
-    >>> values = {name: pl.lit(1.0) for name in ALLOWED_COLUMNS} | {"is_refusal": pl.lit(1)}
+    >>> values = {name: pl.lit(1.0) for name in ALLOWED_COLUMNS} | {
+    ...     "is_refusal": pl.lit(1), "unanswerable": pl.lit(0), "abstained": pl.lit(0)}
     >>> none = pl.lit(None, dtype=pl.List(pl.String))
     >>> pl.select(suggestions(values, none, rules=rules)).item().to_list()
     ['Avoid refusal patterns - provide helpful responses']
@@ -245,7 +290,12 @@ def overall_feedback(
         ).list.drop_nulls()
         return pl.when(named.list.len() == 0).then(none).otherwise(named.list.join(", "))
 
-    mode = pl.when(failure_mode == rules.pass_label).then(none).otherwise(failure_mode)
+    passing = pl.lit(f"{fmt.none_text} (") + failure_mode + pl.lit(")")
+    mode = (
+        pl.when(failure_mode == rules.pass_label).then(none)
+        .when(failure_mode.is_in(list(rules.passing_modes))).then(passing)
+        .otherwise(failure_mode)
+    )
     fields = {
         "{score}": format_score(score, fmt.decimals),
         "{category}": category,
@@ -298,11 +348,16 @@ def overall_scores(
         "safety": cols["safety_score"],
         "quality": cols["composite_quality"],
     }
+    for area in rules.unanswerable_areas:
+        areas[area] = unanswerable_area(areas[area], cols["abstained"], cols["unanswerable"])
     values = {name: cols[name] for name in ALLOWED_COLUMNS if name in cols}
-    values["composite_accuracy"] = accuracy
+    values["composite_accuracy"] = areas["accuracy"]
+    values["composite_relevance"] = areas["relevance"]
+    values["safety_score"] = areas["safety"]
+    values["composite_quality"] = areas["quality"]
     values["bias_category_count"] = cols["bias_categories"].list.drop_nulls().list.len()
     score = overall_score(
-        accuracy,
+        areas["accuracy"],
         areas["relevance"],
         areas["safety"],
         areas["quality"],
@@ -317,6 +372,7 @@ def overall_scores(
         "overall_score": score,
         **{f"passed_{area}": passed[area] for area in AREAS},
         "primary_failure_mode": mode,
+        "passed_overall": passed_overall(mode, rules=rules),
         "suggestions": suggestions(values, cols["bias_categories"], rules=rules),
         "overall_feedback": overall_feedback(score, category, passed, mode, rules=rules),
     }

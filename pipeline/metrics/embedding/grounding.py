@@ -169,17 +169,34 @@ def overlap(
     return pl.when(n_contexts > 0).then(ratio)
 
 
-def faithfulness(overlap: pl.Expr, abstained: pl.Expr, answerable: pl.Expr) -> pl.Expr:
-    """0.0 when the response abstains (``abstained == 1``) although the question is answerable,
-    else ``min(1, 0.6 + 0.4 * overlap)``. A null ``overlap`` (no passage) gives null, also for
-    an abstaining response.
+def faithfulness(
+    overlap: pl.Expr, abstained: pl.Expr, answerable: pl.Expr, empty: pl.Expr | None = None
+) -> pl.Expr:
+    """The core RAG tool's proxy ``min(1, 0.6 + 0.4 * overlap)``, except 0.0 where the response
+    gives no answer although the question is answerable: it abstains (``abstained == 1``) or,
+    with ``empty``, it is empty (``empty == 1``, :func:`pipeline.metrics.qa.abstention.
+    empty_response`).
+
+    0.6 is a baseline, not a finding: an answer none of whose sentences is supported still
+    scores 0.6; ``overlap``, the share of supported sentences, is what moves it. On an
+    unanswerable question (``answerable`` false) an abstention or an empty response is not
+    penalized: it keeps ``0.6 + 0.4 * overlap`` (0.6, since an abstaining sentence is never
+    supported). A null ``overlap`` (no passage) gives null, also for an abstaining or empty
+    response.
 
     >>> pl.select(faithfulness(pl.lit(0.5), pl.lit(0), pl.lit(True))).item()
     0.8
     >>> pl.select(faithfulness(pl.lit(0.5), pl.lit(1), pl.lit(True))).item()
     0.0
+    >>> pl.select(faithfulness(pl.lit(0.0), pl.lit(1), pl.lit(False))).item()
+    0.6
+    >>> pl.select(faithfulness(pl.lit(0.0), pl.lit(0), pl.lit(True), pl.lit(1))).item()
+    0.0
     """
-    refuses = (abstained.cast(pl.Int8) == 1) & answerable
+    silent = abstained.cast(pl.Int8) == 1
+    if empty is not None:
+        silent = silent | (empty.cast(pl.Int8) == 1)
+    refuses = silent & answerable
     return (
         pl.when(overlap.is_null())
         .then(pl.lit(None, dtype=pl.Float64))

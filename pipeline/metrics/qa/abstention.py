@@ -3,6 +3,10 @@
 Texts are folded before matching (lowercase, curly quotes to straight ones, whitespace runs to
 one space); a response abstains when it contains any configured phrase, folded the same way.
 
+Whether a *question* is unanswerable is decided in one place, :func:`is_unanswerable`: every
+metric that asks (``unanswerable``, ``abstention_correct``, ``faithfulness`` and through
+``unanswerable`` the overall layer's failure modes) reads that rule.
+
 Two replaced tools use exact tokens instead (presets, docs/compat.md):
 :func:`insufficient_context_exact` is the HotpotQA generation evaluator's detection and
 :func:`abstention_exact` IntelliDocU's abstention accuracy.
@@ -15,6 +19,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from pipeline.metrics.common import flag
+from pipeline.metrics.qa.citation import strip_citation_markers
 from pipeline.text.markers import CITATION_MARKER
 from pipeline.text.normalize import lower_collapse, squad_normalize
 
@@ -23,6 +28,14 @@ _QUOTES_TO = ["'", "'", "'", '"', '"']
 
 #: A sentence: text up to terminal punctuation, with the citation markers that follow it.
 _SENTENCE = rf"[^.!?\n]+(?:[.!?]+|$)(?:\s*{CITATION_MARKER})*"
+#: Trailing punctuation and spaces a reference is compared without.
+_TRAILING = r"[.!?\s]+$"
+
+#: References that say the question has no answer, whatever the configuration: RAGAS and
+#: Hugging Face data sets mark such questions with a ground truth like these. The configured
+#: abstention reference, insufficient-context token and abstention phrases count too
+#: (:func:`unanswerable_references`).
+UNANSWERABLE_REFERENCES: tuple[str, ...] = ("I don't know", "unanswerable", "no answer")
 
 
 def fold(text: pl.Expr) -> pl.Expr:
@@ -41,34 +54,103 @@ def abstained(response: pl.Expr, *, phrases: Sequence[str]) -> pl.Expr:
     return flag(fold(response).str.contains_any(fold_phrases(phrases)))
 
 
+def _bare(text: pl.Expr) -> pl.Expr:
+    """Folded, without trailing ``.!?`` and spaces: the form references are compared in."""
+    return fold(text).str.replace(_TRAILING, "")
+
+
 def is_reference(reference: pl.Expr, token: str) -> pl.Expr:
     """Whether the reference is ``token``, compared folded and without trailing punctuation."""
-    [folded_token] = fold_phrases([token])
-    strip = r"[.!?\s]+$"
-    return fold(reference).str.replace(strip, "") == folded_token.rstrip(".!? ")
+    return is_any_reference(reference, [token])
+
+
+def is_any_reference(reference: pl.Expr, tokens: Sequence[str]) -> pl.Expr:
+    """Whether the reference is one of ``tokens``, compared folded and without trailing
+    ``.!?`` and spaces (``"I Don’t know."`` is ``"i don't know"``).
+
+    >>> df = pl.DataFrame({"g": ["I Don\u2019t know.", "I don't know the answer", None]})
+    >>> df.select(is_any_reference(pl.col("g"), ["i don't know"]))["g"].to_list()
+    [True, False, None]
+    """
+    bare = [token.rstrip(".!? \t\n") for token in fold_phrases(tokens)]
+    return _bare(reference).is_in(list(dict.fromkeys(bare)))
+
+
+def unanswerable_references(
+    *, abstention_reference: str, insufficient_context_reference: str,
+    abstention_phrases: Sequence[str],
+) -> tuple[str, ...]:
+    """The references that mark a question as unanswerable by default:
+    :data:`UNANSWERABLE_REFERENCES`, the abstention reference, the insufficient-context token and
+    every abstention phrase (a ground truth that *is* "I don't know")."""
+    return tuple(dict.fromkeys((*UNANSWERABLE_REFERENCES, abstention_reference,
+                                insufficient_context_reference, *abstention_phrases)))
+
+
+def has_no_answer(reference: pl.Expr, references: pl.Expr) -> pl.Expr:
+    """No gold answer at all: ``reference`` is empty or whitespace and ``references`` is null or
+    holds only such texts. SQuAD v2 marks an unanswerable question this way (an empty
+    ``answers`` list). Never null.
+
+    >>> df = pl.DataFrame({"g": ["", " ", "", "Paris"], "alt": [None, [""], ["Paris"], None]},
+    ...                   schema={"g": pl.String, "alt": pl.List(pl.String)})
+    >>> df.select(has_no_answer(pl.col("g"), pl.col("alt")))["g"].to_list()
+    [True, True, False, False]
+    """
+    blank = reference.str.strip_chars().fill_null("") == ""
+    alternatives = references.list.eval(pl.element().str.strip_chars() != "").list.any()
+    return blank & ~alternatives.fill_null(False)
 
 
 def is_unanswerable(
-    reference: pl.Expr, question_type: pl.Expr, *,
-    abstention_reference: str, unanswerable_types: Sequence[str],
+    reference: pl.Expr, question_type: pl.Expr, references: pl.Expr | None = None, *,
+    unanswerable_references: Sequence[str], unanswerable_types: Sequence[str],
 ) -> pl.Expr:
-    """The abstention reference or an unanswerable ``question_type`` (never null)."""
-    return is_reference(reference, abstention_reference) | question_type.is_in(
-        list(unanswerable_types)
-    ).fill_null(False)
+    """The one rule for an unanswerable question (Boolean, never null). It is unanswerable when
+
+    1. its reference is one of ``unanswerable_references`` (:func:`is_any_reference`: folded,
+       trailing ``.!?`` ignored; by default :func:`unanswerable_references`), or
+    2. with ``references`` given, it has no gold answer (:func:`has_no_answer`, SQuAD v2's
+       convention), or
+    3. its ``question_type`` is one of ``unanswerable_types``.
+
+    The compat presets keep their tools' narrower rule: the abstention reference alone as (1),
+    without (2) (``pipeline.metrics.registry``, docs/compat.md).
+
+    >>> df = pl.DataFrame({"g": ["I don't know.", "Paris", "", "Paris"],
+    ...                    "t": [None, None, None, "impossible"]})
+    >>> df.select(is_unanswerable(pl.col("g"), pl.col("t"), pl.lit(None, pl.List(pl.String)),
+    ...     unanswerable_references=UNANSWERABLE_REFERENCES,
+    ...     unanswerable_types=["impossible"]))["g"].to_list()
+    [True, False, True, True]
+    """
+    found = is_any_reference(reference, unanswerable_references).fill_null(False)
+    if references is not None:
+        found = found | has_no_answer(reference, references)
+    return found | question_type.is_in(list(unanswerable_types)).fill_null(False)
 
 
-def abstention_correct(
-    abstained_flag: pl.Expr, reference: pl.Expr, question_type: pl.Expr, *,
-    abstention_reference: str, unanswerable_types: Sequence[str],
-) -> pl.Expr:
-    """For unanswerable rows (abstention reference or an unanswerable ``question_type``):
-    1 when the response abstains, else 0. Null for answerable rows."""
-    unanswerable = is_unanswerable(
-        reference, question_type,
-        abstention_reference=abstention_reference, unanswerable_types=unanswerable_types,
-    )
-    return pl.when(unanswerable).then(abstained_flag)
+def empty_response(response: pl.Expr) -> pl.Expr:
+    """1 when the response says nothing: null, or empty or whitespace once its citation markers
+    are removed (``" [1] "`` is empty), else 0 (Int8, never null).
+
+    >>> df = pl.DataFrame({"r": ["Paris [1].", " [1][2] ", "", None]})
+    >>> df.select(empty_response(pl.col("r")))["r"].to_list()
+    [0, 1, 1, 1]
+    """
+    text = strip_citation_markers(response).str.strip_chars()
+    return flag(text.fill_null("") == "")
+
+
+def abstention_correct(abstained_flag: pl.Expr, unanswerable_flag: pl.Expr) -> pl.Expr:
+    """For unanswerable rows (``unanswerable_flag == 1``, :func:`is_unanswerable`): 1 when the
+    response abstains, else 0. Null for answerable rows.
+
+    >>> df = pl.DataFrame({"a": [1, 0, 1], "u": [1, 1, 0]})
+    >>> df.select(abstention_correct(pl.col("a"), pl.col("u")))["a"].to_list()
+    [1, 0, None]
+    """
+    return pl.when(unanswerable_flag.cast(pl.Int8) == 1).then(abstained_flag)
 
 
 def insufficient_context_detected(
