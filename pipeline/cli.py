@@ -586,12 +586,23 @@ def _progress_bars(
             bar.close()
 
 
+#: Printed under the headline table when it shows faithfulness: what its 0.6 baseline means.
+FAITHFULNESS_NOTE = (
+    "faithfulness = min(1, 0.6 + 0.4 x overlap): an answer with no supported sentence still "
+    "scores 0.6 (a baseline); overlap is the share of supported sentences. 0.0 marks no answer "
+    "(an abstention, or by default an empty response) to an answerable question."
+)
+
+
 def _print_headline(directory: Path) -> None:
     print()
     frames = query_views(directory, {"headline": "select * from headline order by model",
                                      "rgb": "select * from rgb_summary order by model"})
     headline, rgb = frames["headline"], frames["rgb"]
-    _print_frame(_without_empty_columns(headline.drop("signature"), keep=("model",)), "table")
+    shown = _without_empty_columns(headline.drop("signature"), keep=("model",))
+    _print_frame(shown, "table")
+    if "faithfulness" in shown.columns:
+        print(FAITHFULNESS_NOTE)
     for signature in headline["signature"].unique(maintain_order=True):
         print(f"signature: {signature}")
     if rgb.height:

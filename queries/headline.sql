@@ -5,6 +5,11 @@
 -- are not applicable (null) and counted in `n_no_passages` (under the core-rag preset they score
 -- 0.0 and 0.6 and are in n_grounding too). `n_idk_with_citation` counts rows where a sentence
 -- says "I don't know" and cites a passage: it must be 0, and `idk_check` says WARNING otherwise.
+-- `abstention_accuracy` is the share of unanswerable questions (`n_unanswerable`, null when the
+-- run has none) that the model declined; `empty_response_rate` the share of empty responses (null
+-- when there are none): faithfulness is 0.0 for those on answerable questions, and the 0.6
+-- baseline of faithfulness (0.6 + 0.4 overlap) means an answer with no supported sentence still
+-- scores 0.6, so read it beside overlap.
 -- `overall_score` is the overall composite (null when the composites did not run).
 -- EM is in the appendix view headline_em, lexical and semantic scores in by_model. The signature
 -- says which configuration and version produced the numbers; compare rows only when it matches.
@@ -24,6 +29,9 @@ final as (
         bm.mean_total_tokens,
         bm.p50_latency_ms,
         bm.abstain_rate,
+        bm.abstention_accuracy,
+        case when bm.n_unanswerable > 0 then bm.n_unanswerable end as n_unanswerable,
+        case when bm.empty_response > 0 then bm.empty_response end as empty_response_rate,
         bm.overall_score,
         bm.n_no_passages,
         bm.n_idk_with_citation,

@@ -1,5 +1,7 @@
 """The notes and the warning under the report's headline table, from the ``headline`` view.
 
+* **Faithfulness baseline**: faithfulness is ``min(1, 0.6 + 0.4 overlap)``, so an answer with no
+  supported sentence still scores 0.6; the note says so next to the number, with what 0.0 means.
 * **Grounding N**: faithfulness and overlap are means over ``n_grounding`` rows; rows without any
   retrieved passage (``n_no_passages``) are not applicable and left out of both (the core-rag
   preset scores them 0.0 and 0.6 instead, docs/compat.md).
@@ -66,6 +68,23 @@ def idk_citation_check(headline: pl.DataFrame) -> str:
     )
 
 
+#: What faithfulness' numbers mean, under the headline table (docs/metrics.md says the same).
+FAITHFULNESS_NOTE = (
+    '<p class="note">Faithfulness is min(1, 0.6 + 0.4 × overlap): an answer with no supported '
+    "sentence still scores 0.6, a baseline, and overlap is the share of supported sentences; "
+    "0.0 marks no answer (an abstention, or by default an empty response) to an answerable "
+    "question.</p>"
+)
+
+
+def faithfulness_note(headline: pl.DataFrame) -> str:
+    """:data:`FAITHFULNESS_NOTE` when some model has a faithfulness, else nothing."""
+    if "faithfulness" not in headline.columns or headline["faithfulness"].drop_nulls().len() == 0:
+        return ""
+    return FAITHFULNESS_NOTE
+
+
 def headline_notes(headline: pl.DataFrame) -> str:
-    """:func:`idk_citation_check` then :func:`grounding_note` (HTML, possibly empty)."""
-    return idk_citation_check(headline) + grounding_note(headline)
+    """:func:`faithfulness_note`, :func:`idk_citation_check` then :func:`grounding_note` (HTML,
+    possibly empty)."""
+    return faithfulness_note(headline) + idk_citation_check(headline) + grounding_note(headline)

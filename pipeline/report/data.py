@@ -72,7 +72,7 @@ select
     rk.model, rk.worst_rank, rk.source, rk.row_number, rk.id, rk.category, rk.noise_level,
     rk.task, rk.answer_f1, rk.answer_em, rk.citation_f1, rk.faithfulness, rk.overall_score,
     rk.primary_failure_mode, rk.n_sentences, rk.n_supported, rk.n_contexts,
-    rk.first_unsupported
+    rk.first_unsupported, rk.empty_response
 from ranked as rk
 where rk.worst_rank <= {WORST_N}
 order by rk.model nulls last, rk.worst_rank

@@ -59,7 +59,12 @@ HEADLINE = (
     Column("mean_total_tokens", "Tokens", "tokens"),
     Column("p50_latency_ms", "Latency p50 (ms)", "ms"),
     Column("abstain_rate", "Abstain rate"),
+    Column("abstention_accuracy", "Abstention accuracy"),
+    Column("empty_response_rate", "Empty responses"),
 )
+#: Headline columns shown only where some model has a value: abstention accuracy needs
+#: unanswerable questions, the empty-response rate empty responses.
+HEADLINE_WHEN_PRESENT = frozenset({"abstention_accuracy", "empty_response_rate"})
 APPENDIX = (
     Column("answer_em", "Exact match (SQuAD)"),
     Column("answer_em_strict", "Exact match (strict)"),
@@ -402,13 +407,15 @@ def _intervals_text(intervals: pl.DataFrame | None) -> str:
 
 
 def _headline(data: RunData) -> str:
-    frame = with_ci(data.headline, data.intervals, "by_model", [c.name for c in HEADLINE])
+    columns = [c for c in HEADLINE if c.name not in HEADLINE_WHEN_PRESENT or (
+        c.name in data.headline.columns and data.headline[c.name].drop_nulls().len() > 0)]
+    frame = with_ci(data.headline, data.intervals, "by_model", [c.name for c in columns])
     note = ("Point estimates are the <code>headline</code> view; brackets give the 95% "
             "bootstrap interval of the mean (Wilson score interval for the abstain rate)."
             if data.intervals is not None else
             "Point estimates are the <code>headline</code> view. No intervals.parquet: "
             "shown without confidence intervals.")
-    return _section("headline", "Headline", _metric_table(frame, HEADLINE)
+    return _section("headline", "Headline", _metric_table(frame, columns)
                     + f'<p class="note">{note}</p>' + checks.headline_notes(data.headline))
 
 
@@ -943,10 +950,26 @@ def _unsupported_text(r: Mapping[str, object]) -> str:
     return " ".join(parts)
 
 
+#: What the worst-items table shows for a response that says nothing (``empty_response``).
+EMPTY_RESPONSE = '<span class="sub">(empty response)</span>'
+
+
+def _text_html(r: Mapping[str, object], column: str) -> str:
+    """The escaped text of ``column``; a response that says nothing (null, blank, or citation
+    markers only: ``empty_response``) is shown as "(empty response)", after its markers if any."""
+    text = r[column] if r[column] is not None else ""
+    if column != "response":
+        return esc(text)
+    empty = r.get("empty_response")
+    if empty == 1 or (empty is None and not str(text).strip()):
+        return f"{esc(text)} {EMPTY_RESPONSE}" if str(text).strip() else EMPTY_RESPONSE
+    return esc(text)
+
+
 def _texts_cell(r: Mapping[str, object], texts: Sequence[str]) -> str:
     labels = {"question": "Q", "reference": "Reference", "response": "Response"}
     blocks = [
-        f'<p><span class="lbl">{labels[c]}</span>{esc(r[c] if r[c] is not None else "")}</p>'
+        f'<p><span class="lbl">{labels[c]}</span>{_text_html(r, c)}</p>'
         for c in texts
     ]
     unsupported = _unsupported_text(r)
