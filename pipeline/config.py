@@ -95,6 +95,16 @@ EMBEDDING_DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 #: Minimum cosine between a sentence and its cited passage for the sentence to be supported
 #: (calibrated for all-MiniLM-L6-v2).
 DEFAULT_TAU_SIM = 0.65
+#: Grounding decisions (docs/grounding.md): ``evidence`` (the default: the claim's numbers,
+#: entities and content characters are in its cited passage, and its words or its embedding
+#: match it) or ``cosine`` (the core RAG tool's: cosine of claim and whole passage >= tau_sim).
+GROUNDING_RULES: tuple[str, ...] = ("evidence", "cosine")
+DEFAULT_GROUNDING_RULE = "evidence"
+#: Rule ``evidence``: least share of a claim's new content words found in its passage for the
+#: words alone to support it (below it, the cosine decides).
+DEFAULT_TAU_LEX = 0.5
+#: Version of the ``evidence`` rule in the signature (its units and checks, docs/grounding.md).
+GROUNDING_RULE_VERSION = "v1"
 #: The same threshold calibrated for the ``static`` backend, its default: the τ whose decisions
 #: agree best with MiniLM's at 0.65 on generated claim/passage pairs (docs/embeddings.md).
 STATIC_TAU_SIM = 0.74
@@ -179,6 +189,11 @@ class Config:
     #: Grounding threshold: cosine(sentence, cited passage) >= tau_sim supports a sentence.
     #: Left out (NaN), it is the backend's calibrated default (:data:`BACKEND_TAU_SIM`).
     tau_sim: float = math.nan
+    #: ``evidence`` or ``cosine`` (:data:`GROUNDING_RULES`); left out (""), ``evidence``, or
+    #: ``cosine`` under preset ``core-rag``.
+    grounding_rule: str = ""
+    #: Rule ``evidence``: least share of new content words in the passage (:data:`DEFAULT_TAU_LEX`).
+    tau_lex: float = DEFAULT_TAU_LEX
     #: Replacement stopword list and synonym table for keyword metrics (None: bundled files).
     stopwords_file: Path | None = None
     synonyms_file: Path | None = None
@@ -217,6 +232,16 @@ class Config:
             )
         if not (math.isfinite(self.tau_sim) and -1.0 <= self.tau_sim <= 1.0):
             raise ConfigError(f"[grounding] tau_sim must be in [-1, 1], got {self.tau_sim}")
+        if not self.grounding_rule:
+            rule = "cosine" if self.compat_preset == "core-rag" else DEFAULT_GROUNDING_RULE
+            object.__setattr__(self, "grounding_rule", rule)
+        if self.grounding_rule not in GROUNDING_RULES:
+            raise ConfigError(
+                f"[grounding] rule {self.grounding_rule!r} is unknown: use one of "
+                f"{', '.join(GROUNDING_RULES)}"
+            )
+        if not (math.isfinite(self.tau_lex) and 0.0 <= self.tau_lex <= 1.0):
+            raise ConfigError(f"[grounding] tau_lex must be in [0, 1], got {self.tau_lex}")
         if self.embedding_batch_size < 1:
             raise ConfigError("[embedding] batch_size must be a positive integer")
         if self.embedding_batch_tokens < 256:
@@ -333,10 +358,19 @@ class Config:
             f"unans:{','.join(self.unanswerable_types)}|"
             f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}|bleu:13a-exp-eff|"
             f"kw:{self.keyword_digest()}|tfidf:{self.tfidf_mode()}|"
-            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|comp:{self.composite_digest()}|"
+            f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|{self.grounding_signature()}"
+            f"comp:{self.composite_digest()}|"
             f"rgb:{self.rgb_mode}-{self.rgb_phrase_digest()}"
             + (f"|compat:{self.compat_preset}" if self.compat_preset else "")
         )
+
+    def grounding_signature(self) -> str:
+        """The grounding rule's part of the signature, ``|`` included: ``ground:evidence-v1|
+        lex:0.5|`` for the default rule, nothing for ``cosine`` (whose decision ``tau``
+        already describes, so the core RAG tool's signature is unchanged)."""
+        if self.grounding_rule == "cosine":
+            return ""
+        return f"ground:{self.grounding_rule}-{GROUNDING_RULE_VERSION}|lex:{self.tau_lex:g}|"
 
     def tfidf_mode(self) -> str:
         """What ``tfidf_relevance``'s idf comes from: the run's distinct texts, or under the
@@ -416,6 +450,8 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 
         [grounding]
         tau_sim = 0.65             # default: the backend's calibrated value
+        rule = "evidence"          # or "cosine" (the core RAG tool's; preset core-rag)
+        tau_lex = 0.5              # rule evidence: share of new content words in the passage
 
         [rgb]                      # RGB robustness suite (docs/rgb.md)
         mode = "flexible"          # or "strict", or "official" (the benchmark script's rules)
@@ -604,9 +640,10 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
     if "preset" in compat:
         values["compat_preset"] = _typed(path, "[compat] preset", compat["preset"], str)
 
-    grounding = _section(data, "grounding", {"tau_sim"}, path)
-    if "tau_sim" in grounding:
-        values["tau_sim"] = float(
-            _typed(path, "[grounding] tau_sim", grounding["tau_sim"], (int, float))
-        )
+    grounding = _section(data, "grounding", {"tau_sim", "rule", "tau_lex"}, path)
+    for key in ("tau_sim", "tau_lex"):
+        if key in grounding:
+            values[key] = float(_typed(path, f"[grounding] {key}", grounding[key], (int, float)))
+    if "rule" in grounding:
+        values["grounding_rule"] = _typed(path, "[grounding] rule", grounding["rule"], str)
     return values

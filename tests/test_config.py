@@ -104,7 +104,8 @@ def test_settings_change_scores(tmp_path: Path) -> None:
     for tau, supported in ((0.5, 0), (-1.0, 1)):
         out = score_frame(
             records(rows),
-            Config(metrics=("n_supported",), embedding_backend="hashed", tau_sim=tau),
+            Config(metrics=("n_supported",), embedding_backend="hashed", tau_sim=tau,
+                   grounding_rule="cosine"),
         ).collect()
         assert out["n_supported"].item() == supported
 

@@ -17,7 +17,12 @@ import polars as pl
 import pytest
 
 from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend
-from pipeline.metrics.embedding.grounding import faithfulness, grounding_counts, overlap
+from pipeline.metrics.embedding.grounding import (
+    UNSUPPORTED_DTYPE,
+    faithfulness,
+    grounding_counts,
+    overlap,
+)
 from pipeline.metrics.embedding.semantic import (
     cosine_similarity,
     semantic_relevance,
@@ -58,13 +63,16 @@ class Chosen:
 
 
 def counts(rows: list[dict], backend=None, **kwargs) -> list[tuple[int, int]]:
+    """Counts under the core RAG tool's rule ``cosine`` (the golden cases' cosines are chosen);
+    the default rule ``evidence`` is tested in test_grounding_evidence.py."""
     frame = pl.DataFrame(
         [{"response": r["response"], "contexts": r["contexts"]} for r in rows], schema=FRAME_SCHEMA
     )
     embedder = CachedEmbedder(backend or Chosen(), EmbeddingCache(None))
-    out = grounding_counts(frame, embedder, **kwargs)
+    out = grounding_counts(frame, embedder, **{"rule": "cosine", **kwargs})
     assert out.schema == pl.Schema({"n_sentences": pl.Int64(), "n_supported": pl.Int64(),
-                                    "first_unsupported": pl.String()})
+                                    "first_unsupported": pl.String(),
+                                    "unsupported": UNSUPPORTED_DTYPE})
     assert out.height == frame.height and out.null_count().row(0)[:2] == (0, 0)
     return list(out.select("n_sentences", "n_supported").iter_rows())
 
@@ -81,7 +89,7 @@ def test_golden_first_unsupported_sentence():
         [{"response": c["response"], "contexts": c["contexts"]} for c in GOLDEN],
         schema=FRAME_SCHEMA,
     )
-    out = grounding_counts(frame, CachedEmbedder(Chosen(), EmbeddingCache(None)))
+    out = grounding_counts(frame, CachedEmbedder(Chosen(), EmbeddingCache(None)), rule="cosine")
     assert out["first_unsupported"].to_list() == [c["first_unsupported"] for c in GOLDEN]
     mixed = next(c for c in GOLDEN if c["note"] == "mixed sentences")
     assert mixed["first_unsupported"] == "Claim about B at 0.10 [2]."

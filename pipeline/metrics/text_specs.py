@@ -119,14 +119,16 @@ def _grounding_counts(inputs: Inputs) -> pl.Expr:
 
     def run(batch: pl.Series) -> pl.Series:
         counts = grounding.grounding_counts(
-            batch.struct.unnest(), embedder,
-            tau_sim=config.tau_sim, abstention_phrases=config.abstention_phrases,
+            batch.struct.unnest(), embedder, rule=config.grounding_rule,
+            tau_sim=config.tau_sim, tau_lex=config.tau_lex,
+            abstention_phrases=config.abstention_phrases,
         )
         return counts.to_struct(_GROUNDING)
 
     dtype = pl.Struct({"n_sentences": pl.Int64(), "n_supported": pl.Int64(),
-                       "first_unsupported": pl.String()})
-    return pl.struct("response", "contexts").map_batches(run, return_dtype=dtype)
+                       "first_unsupported": pl.String(),
+                       "unsupported": grounding.UNSUPPORTED_DTYPE})
+    return pl.struct("response", "contexts", "question").map_batches(run, return_dtype=dtype)
 
 
 def _embedding_cosine(

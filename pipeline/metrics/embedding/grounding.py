@@ -34,10 +34,17 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from pipeline.config import DEFAULT_ABSTENTION_PHRASES, DEFAULT_TAU_SIM
+from pipeline.config import (
+    DEFAULT_ABSTENTION_PHRASES,
+    DEFAULT_GROUNDING_RULE,
+    DEFAULT_TAU_LEX,
+    DEFAULT_TAU_SIM,
+    GROUNDING_RULES,
+)
 from pipeline.metrics.common import safe_div
 from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.metrics.qa.citation import parse_citation_markers, strip_citation_markers
+from pipeline.text import evidence
 from pipeline.text.sentences import split_sentences
 
 
@@ -53,23 +60,33 @@ def grounding_counts(
     frame: pl.DataFrame,
     embedder: Embedder,
     *,
+    rule: str = DEFAULT_GROUNDING_RULE,
     tau_sim: float = DEFAULT_TAU_SIM,
+    tau_lex: float = DEFAULT_TAU_LEX,
     abstention_phrases: Sequence[str] = DEFAULT_ABSTENTION_PHRASES,
 ) -> pl.DataFrame:
-    """``n_sentences``, ``n_supported`` (Int64, never null) and ``first_unsupported``
-    (String) for each row of ``frame``.
+    """``n_sentences``, ``n_supported`` (Int64, never null), ``first_unsupported`` (String)
+    and ``unsupported`` (every unsupported sentence with all its reasons) for each row.
 
-    ``frame`` needs ``response`` (String) and ``contexts`` (List[String], may be null); the
-    result has one row per input row, in order. Only eligible sentences (rules 1 and 2) and the
-    passages they cite are embedded, in one deduplicated call.
+    ``frame`` needs ``response`` (String) and ``contexts`` (List[String], may be null), and
+    may have ``question`` (String: what the rule ``evidence`` counts as given); the result has
+    one row per input row, in order. ``rule`` is ``evidence`` (the default) or ``cosine`` (the
+    core RAG tool's, see the module docstring). Only the claims whose decision needs a cosine,
+    and the passages they cite, are embedded, in one deduplicated call.
 
     >>> from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend
     >>> embedder = CachedEmbedder(HashedNgramBackend(), EmbeddingCache(None))
-    >>> frame = pl.DataFrame({"response": ["Paris is in France [1]. I don't know [1]."],
-    ...                       "contexts": [["Paris is in France."]]})
-    >>> grounding_counts(frame, embedder).row(0)
-    (2, 1, "I don't know [1].")
+    >>> frame = pl.DataFrame({"response": ["Paris is in France [1]. It has 9 million people [1]."],
+    ...                       "contexts": [["Paris is in France. It has 2 million people."]]})
+    >>> row = grounding_counts(frame, embedder).row(0, named=True)
+    >>> row["n_sentences"], row["n_supported"], row["first_unsupported"]
+    (2, 1, 'It has 9 million people [1].')
+    >>> row["unsupported"]
+    [{'sentence': 'It has 9 million people [1].', 'reasons': ['number 9 not in the passage']}]
     """
+    if rule not in GROUNDING_RULES:
+        raise ValueError(f"grounding rule {rule!r} is unknown: use one of {GROUNDING_RULES}")
+    question = pl.col("question") if "question" in frame.columns else pl.lit(None, pl.String)
     rows = frame.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
         split_sentences(pl.col("response")).alias("sentence"),
@@ -78,15 +95,11 @@ def grounding_counts(
     sentences = (
         rows.explode("sentence").drop_nulls("sentence")
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("_row").alias("_sentence"))
+        .filter(pl.col("n_contexts") > 0)  # without passages grounding does not apply
+        .with_columns(_validity_reasons(abstention_phrases).alias("reasons"))
     )
-    cited = parse_citation_markers(pl.col("sentence"))
-    number = cited.list.first()
-    folded = fold_phrases(abstention_phrases)
-    eligible = sentences.filter(
-        (cited.list.len() == 1)
-        & number.is_between(1, pl.col("n_contexts"))
-        & ~fold(pl.col("sentence")).str.contains_any(folded)
-    ).select(
+    number = parse_citation_markers(pl.col("sentence")).list.first()
+    eligible = sentences.filter(pl.col("reasons").list.len() == 0).select(
         "_row",
         "_sentence",
         number.alias("_passage"),
@@ -96,48 +109,284 @@ def grounding_counts(
         frame.select(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
             pl.col("contexts").alias("passage"),
+            question.fill_null("").alias("question"),
         )
         .join(eligible.select("_row", "_passage").unique(), on="_row", how="semi")
         .with_columns(pl.int_ranges(1, pl.col("passage").list.len() + 1).alias("_passage"))
         .explode("passage", "_passage")
     )
     pairs = eligible.join(passages, on=["_row", "_passage"], how="left", maintain_order="left")
-
-    supported = _supported(pairs, embedder, tau_sim, frame.height)
-    supported_pairs = pairs.filter(supported)
-    n_supported = supported_pairs.group_by("_row").len("n_supported")
-    first_unsupported = (
-        sentences.filter(pl.col("n_contexts") > 0)
-        .join(supported_pairs.select("_row", "_sentence"), on=["_row", "_sentence"], how="anti")
-        .group_by("_row")
-        .agg(pl.col("sentence").sort_by("_sentence").first().str.strip_chars()
-             .alias("first_unsupported"))
+    if rule == "cosine":
+        decided = _cosine_rule(pairs, embedder, tau_sim, frame.height)
+    else:
+        decided = _evidence_rule(pairs, embedder, tau_sim, tau_lex, frame.height)
+    judged = (
+        sentences.join(decided, on=["_row", "_sentence"], how="left", maintain_order="left")
+        .with_columns(
+            pl.col("supported").fill_null(False),
+            pl.concat_list("reasons", pl.col("evidence").fill_null([])).alias("reasons"),
+        )
     )
+    n_supported = judged.filter("supported").group_by("_row").len("n_supported")
+    unsupported = (
+        judged.filter(~pl.col("supported"))
+        .group_by("_row")
+        .agg(
+            pl.col("sentence").sort_by("_sentence").first().str.strip_chars()
+            .alias("first_unsupported"),
+            pl.struct(pl.col("sentence").str.strip_chars(), "reasons").sort_by("_sentence")
+            .alias("unsupported"),
+        )
+    )
+    with_passages = pl.col("n_contexts") > 0
     return (
         rows.join(n_supported, on="_row", how="left", maintain_order="left")
-        .join(first_unsupported, on="_row", how="left", maintain_order="left")
+        .join(unsupported, on="_row", how="left", maintain_order="left")
         .select(
             pl.col("sentence").list.len().fill_null(0).cast(pl.Int64).alias("n_sentences"),
             pl.col("n_supported").fill_null(0).cast(pl.Int64),
             pl.col("first_unsupported").cast(pl.String),
+            pl.when(with_passages).then(pl.col("unsupported").fill_null([]))
+            .cast(UNSUPPORTED_DTYPE).alias("unsupported"),
         )
     )
 
 
-def _supported(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, rows: int
-               ) -> pl.Series:
-    """``cosine(claim, passage) >= tau_sim`` per pair; False where the passage is null.
+#: One unsupported sentence (as written, markers kept) with every reason it is unsupported.
+UNSUPPORTED_DTYPE = pl.List(pl.Struct({"sentence": pl.String(), "reasons": pl.List(pl.String())}))
+
+
+def _validity_reasons(abstention_phrases: Sequence[str]) -> pl.Expr:
+    """Why a sentence cannot be supported whatever its passage says (rules 1 and 2): no
+    citation, several passages, a passage that does not exist, an abstention (all that hold)."""
+    cited = parse_citation_markers(pl.col("sentence"))
+    n_cited = cited.list.len()
+    first = cited.list.first()
+    return pl.concat_list(
+        pl.when(n_cited == 0).then(pl.lit("no citation")),
+        pl.when(n_cited > 1).then(pl.format("cites {} passages; one is needed", n_cited)),
+        pl.when((n_cited == 1) & ~first.is_between(1, pl.col("n_contexts"))).then(
+            pl.format("cites passage [{}], which does not exist ({} passages)",
+                      first, pl.col("n_contexts"))
+        ),
+        pl.when(fold(pl.col("sentence")).str.contains_any(fold_phrases(abstention_phrases)))
+        .then(pl.lit("abstention")),
+    ).list.drop_nulls()
+
+
+def _cosines(pairs: pl.DataFrame, embedder: Embedder, rows: int) -> np.ndarray:
+    """``cosine(claim, passage)`` of every pair (all passages present)."""
+    return embedder.paired_dots(pairs["claim"], pairs["passage"], rows=rows, label="grounding")
+
+
+def _cosine_rule(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, rows: int
+                 ) -> pl.DataFrame:
+    """The core RAG tool's decision: ``cosine(claim, passage) >= tau_sim``.
 
     Only claims and the passages they cite are embedded: a passage no eligible sentence cites
     is never encoded (rows x passages would be several times the text).
     """
-    n = pairs.height
-    present = pairs["passage"].is_not_null().to_numpy()
-    cosine = embedder.paired_dots(pairs["claim"].filter(present),
-                                  pairs["passage"].filter(present), rows=rows, label="grounding")
-    supported = np.zeros(n, dtype=bool)
-    supported[present] = cosine >= tau_sim
-    return pl.Series("supported", supported)
+    present = pairs.filter(pl.col("passage").is_not_null())
+    cosine = pl.Series("cosine", _cosines(present, embedder, rows), dtype=pl.Float64)
+    decided = present.select("_row", "_sentence").with_columns(
+        (cosine >= tau_sim).alias("supported"),
+        pl.concat_list(pl.format("low similarity: cosine {} < {}", cosine.round(2),
+                                 pl.lit(tau_sim))).alias("evidence"),
+    )
+    return _with_empty_passages(pairs, decided)
+
+
+def _with_empty_passages(pairs: pl.DataFrame, decided: pl.DataFrame) -> pl.DataFrame:
+    """``decided`` plus the pairs whose cited passage is null: unsupported, with that reason."""
+    missing = pairs.filter(pl.col("passage").is_null()).select(
+        "_row", "_sentence", pl.lit(False).alias("supported"),
+        pl.concat_list(pl.lit("the cited passage is empty")).alias("evidence"),
+    )
+    decided = decided.with_columns(
+        pl.when(~pl.col("supported")).then(pl.col("evidence"))
+        .otherwise(pl.lit([], pl.List(pl.String))).alias("evidence")
+    )
+    return pl.concat([decided, missing])
+
+
+def _evidence_rule(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, tau_lex: float,
+                   rows: int) -> pl.DataFrame:
+    """The default decision: every anchor of the claim (number, named entity, content
+    character bigram) is in the passage or the question, and either ``coverage >= tau_lex``
+    or ``cosine(claim, passage) >= tau_sim``. Only the claims whose decision hangs on the
+    cosine (anchors found, coverage below ``tau_lex``) are embedded."""
+    present = pairs.filter(pl.col("passage").is_not_null())
+    facts = claim_evidence(present)
+    anchored = (facts["missing_numbers"].list.len() == 0) & (
+        facts["missing_entities"].list.len() == 0
+    ) & (facts["missing_characters"].list.len() == 0)
+    lexical = facts["coverage"] >= tau_lex
+    needs_cosine = (anchored & ~lexical).to_numpy()
+    cosine = np.full(present.height, np.nan)
+    cosine[needs_cosine] = _cosines(present.filter(needs_cosine), embedder, rows)
+    cosine_series = pl.Series("cosine", cosine, dtype=pl.Float64).fill_nan(None)
+    supported = anchored & (lexical | (cosine_series >= tau_sim).fill_null(False))
+    quoted = pl.element().str.strip_chars()
+    decided = present.select("_row", "_sentence").with_columns(
+        supported.alias("supported"),
+        pl.concat_list(
+            facts["missing_numbers"].to_frame().select(
+                pl.first().list.eval(pl.format("number {} not in the passage", quoted))
+            ).to_series(),
+            facts["missing_entities"].to_frame().select(
+                pl.first().list.eval(pl.format('"{}" not in the passage', pl.element()))
+            ).to_series(),
+            facts["missing_characters"].to_frame().select(
+                pl.first().list.eval(pl.format('"{}" not in the passage', pl.element()))
+            ).to_series(),
+            pl.when(cosine_series.is_not_null() & (cosine_series < tau_sim)).then(
+                pl.concat_list(pl.format(
+                    "low similarity: {}% of its words in the passage (< {}%), cosine {} < {}",
+                    (facts["coverage"] * 100).round(0).cast(pl.Int64),
+                    pl.lit(round(tau_lex * 100)), cosine_series.round(2), pl.lit(tau_sim),
+                ))
+            ).otherwise(pl.lit([], pl.List(pl.String))),
+        ).alias("evidence"),
+    )
+    return _with_empty_passages(pairs, decided)
+
+
+def claim_evidence(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The lexical evidence of each (``claim``, ``passage``, ``question``) row of ``pairs``
+    (:mod:`pipeline.text.evidence`), one output row per input row, in order:
+
+    * ``missing_numbers``: the claim's numbers found neither in the passage nor the question;
+    * ``missing_entities``: its capitalized runs with a content word found in neither;
+    * ``missing_characters``: runs of adjacent content bigrams (Han, kana, Thai) found in
+      neither, as the characters they span;
+    * ``coverage``: the share of the claim's *new* units (content words, character bigrams
+      and numbers not in the question) found in the passage; of all its units when none is
+      new; 1.0 when it has none.
+
+    >>> pairs = pl.DataFrame({"claim": ["The game was in Tampa, Florida in 2021.",
+    ...                                 "香港第五任行政长官：梁振英。"],
+    ...                       "passage": ["Played in Glendale, Arizona in 2021.",
+    ...                                   "第五任行政长官林郑月娥"],
+    ...                       "question": ["Where was the game?", "香港第五任行政长官？"]})
+    >>> claim_evidence(pairs).rows()
+    [([], ['Tampa, Florida'], [], 0.3333333333333333), ([], [], ['梁振英'], 0.0)]
+    """
+    question = pl.col("question").fill_null("")
+    units = pairs.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
+        evidence.content_words(pl.col("claim")).alias("cw"),
+        evidence.claim_numbers(pl.col("claim")).alias("cn"),
+        evidence.padded_words(pl.col("passage")).alias("pw"),
+        evidence.padded_numbers(pl.col("passage")).alias("pn"),
+        pl.col("passage").str.to_lowercase().alias("pt"),
+        evidence.padded_words(question).alias("qw"),
+        evidence.padded_numbers(question).alias("qn"),
+        question.str.to_lowercase().alias("qt"),
+    )
+    bigrams = _bigrams(pairs)
+    units = units.join(
+        bigrams.group_by("_pair").agg(pl.col("bigram").unique(maintain_order=True).alias("cb")),
+        on="_pair", how="left", maintain_order="left",
+    ).with_columns(pl.col("cb").fill_null(pl.lit([], pl.List(pl.String))))
+    found = units.select(
+        "_pair", "cw", "cb", "cn",
+        evidence.found(pl.col("pw"), pl.col("cw")).alias("fw_p"),
+        evidence.found(pl.col("qw"), pl.col("cw")).alias("fw_q"),
+        evidence.found(pl.col("pt"), pl.col("cb")).alias("fb_p"),
+        evidence.found(pl.col("qt"), pl.col("cb")).alias("fb_q"),
+        evidence.found(pl.col("pn"), pl.col("cn")).alias("fn_p"),
+        evidence.found(pl.col("qn"), pl.col("cn")).alias("fn_q"),
+    )
+    kinds = (("cw", "fw_p", "fw_q"), ("cb", "fb_p", "fb_q"), ("cn", "fn_p", "fn_q"))
+    n_new = pl.sum_horizontal(pl.col(c).list.set_difference(q).list.len() for c, _, q in kinds)
+    n_new_found = pl.sum_horizontal(
+        pl.col(c).list.set_difference(q).list.set_intersection(p).list.len() for c, p, q in kinds
+    )
+    n_all = pl.sum_horizontal(pl.col(c).list.len() for c, _, _ in kinds)
+    n_all_found = pl.sum_horizontal(pl.col(p).list.len() for _, p, _ in kinds)
+    coverage = (
+        pl.when(n_new > 0).then(n_new_found / n_new)
+        .when(n_all > 0).then(n_all_found / n_all)
+        .otherwise(1.0)
+    )
+    missing = {c: pl.col(c).list.set_difference(p).list.set_difference(q) for c, p, q in kinds}
+    found = found.with_columns(
+        coverage.cast(pl.Float64).alias("coverage"),
+        missing["cw"].alias("_miss_w"),
+        missing["cb"].alias("_miss_b"),
+        missing["cn"].alias("missing_numbers"),
+    )
+    return (
+        found.select("_pair", pl.col("missing_numbers").list.eval(pl.element().str.strip_chars()),
+                     "coverage")
+        .join(_missing_entities(pairs, found), on="_pair", how="left", maintain_order="left")
+        .join(_missing_characters(bigrams, found), on="_pair", how="left",
+              maintain_order="left")
+        .select(
+            "missing_numbers",
+            pl.col("missing_entities").fill_null(pl.lit([], pl.List(pl.String))),
+            pl.col("missing_characters").fill_null(pl.lit([], pl.List(pl.String))),
+            "coverage",
+        )
+    )
+
+
+def _bigrams(pairs: pl.DataFrame) -> pl.DataFrame:
+    """One row per character bigram of each claim: ``_pair``, ``_run``, ``_offset``, ``bigram``
+    (a one-character run is its own unit)."""
+    runs = pairs.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
+        evidence.character_runs(pl.col("claim").str.to_lowercase()).alias("run"),
+    ).with_columns(pl.int_ranges(0, pl.col("run").list.len()).alias("_run"))
+    runs = runs.explode("run", "_run").drop_nulls("run")
+    return runs.with_columns(
+        pl.int_ranges(0, (pl.col("run").str.len_chars() - 1).clip(lower_bound=1)).alias("_offset")
+    ).explode("_offset").select(
+        "_pair", "_run", "_offset", "run",
+        pl.col("run").str.slice(pl.col("_offset"), 2).alias("bigram"),
+    )
+
+
+def _missing_entities(pairs: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
+    """``_pair`` and ``missing_entities``: the entities with a content word not found."""
+    spans = pairs.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
+        evidence.entities(pl.col("claim")).alias("entity"),
+    ).with_columns(pl.int_ranges(0, pl.col("entity").list.len()).alias("_entity"))
+    spans = spans.explode("entity", "_entity").drop_nulls("entity")
+    return (
+        spans.join(found.select("_pair", "_miss_w"), on="_pair", how="inner")
+        .filter(evidence.content_words(pl.col("entity")).list.set_intersection("_miss_w")
+                .list.len() > 0)
+        .group_by("_pair")
+        .agg(pl.col("entity").sort_by("_entity").unique(maintain_order=True)
+             .alias("missing_entities"))
+    )
+
+
+def _missing_characters(bigrams: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
+    """``_pair`` and ``missing_characters``: runs of adjacent anchor bigrams not found, as the
+    characters they cover (``梁振`` + ``振英`` -> ``梁振英``)."""
+    missing = found.select("_pair", pl.col("_miss_b").alias("bigram")).explode("bigram")
+    hits = (
+        bigrams.join(missing.drop_nulls(), on=["_pair", "bigram"], how="semi")
+        .filter(evidence.bigram_anchor(pl.col("bigram")))
+        .sort("_pair", "_run", "_offset")
+    )
+    block = pl.col("_offset") - pl.int_range(pl.len()).over("_pair", "_run")
+    return (
+        hits.with_columns(block.alias("_block"))
+        .group_by("_pair", "_run", "_block")
+        .agg(pl.col("run").first(), pl.col("_offset").min().alias("start"),
+             pl.col("_offset").max().alias("end"))
+        .with_columns(
+            pl.col("run").str.slice(pl.col("start"), pl.col("end") - pl.col("start") + 2)
+            .alias("span")
+        )
+        .sort("_pair", "_run", "start")
+        .group_by("_pair", maintain_order=True)
+        .agg(pl.col("span").unique(maintain_order=True).alias("missing_characters"))
+    )
 
 
 def n_contexts(contexts: pl.Expr) -> pl.Expr:
