@@ -11,7 +11,9 @@ For each canonical column of :data:`pipeline.schema.RECORD_SCHEMA`, in this orde
 3. **A known layout's name** (:data:`LAYOUT_NAMES`) when the file has neither: RAGAS datasets
    (``user_input``, ``retrieved_contexts`` of RAGAS 0.2 and later; ``answer`` and
    ``ground_truth`` of RAGAS 0.1), as they are and as Hugging Face ``datasets`` exports them.
-   A name already read under rule 1 or 2 is not taken again.
+   A name already read under rule 1 or 2 is not taken again. SQuAD v2's ``answers``
+   (:data:`SQUAD_ANSWERS`) gives both ``reference`` and ``references`` where neither is found,
+   in the formats that keep its structure (:attr:`ColumnPlan.answers`).
 
 ``id`` may be absent from a file: the reader then derives it (:mod:`pipeline.io.derived_ids`).
 The other required columns must be found, or the file is refused with a message that says why
@@ -37,6 +39,13 @@ LAYOUT_NAMES: dict[str, tuple[str, str]] = {
 }
 #: Required columns an input file may lack: ``id`` is then derived from the row's content.
 DERIVABLE: tuple[str, ...] = ("id",)
+#: SQuAD v2 (Hugging Face ``squad_v2``): ``answers`` = ``{"text": [...], "answer_start": [...]}``
+#: (or a plain list of texts) is read as ``reference`` (its first text) and ``references`` (the
+#: others). An empty list is SQuAD v2's unanswerable question: ``reference`` is ``""`` with no
+#: alternative, which :func:`pipeline.metrics.qa.abstention.is_unanswerable` reads as
+#: unanswerable.
+SQUAD_ANSWERS = "answers"
+SQUAD_LAYOUT = "SQuAD v2"
 
 
 @dataclass(frozen=True)
@@ -44,20 +53,25 @@ class ColumnPlan:
     """How one file's columns become canonical columns.
 
     ``pairs``: (file column, canonical column) in canonical order; a file column may appear
-    more than once. ``layout``: the pairs taken by rule 3, for the log.
+    more than once. ``layout``: the pairs taken by rule 3, for the log. ``answers``: the file
+    column of SQuAD v2 answers that ``reference`` and ``references`` are read from (None: not
+    this layout); the readers turn it into those two columns.
     """
 
     pairs: tuple[tuple[str, str], ...]
     layout: tuple[tuple[str, str], ...] = ()
+    answers: str | None = None
 
     @property
     def sources(self) -> list[str]:
         """The file columns to read, each once, in canonical order."""
-        return list(dict.fromkeys(src for src, _ in self.pairs))
+        answers = [] if self.answers is None else [self.answers]
+        return list(dict.fromkeys([*(src for src, _ in self.pairs), *answers]))
 
     @property
     def canonical(self) -> list[str]:
-        return [name for _, name in self.pairs]
+        answers = [] if self.answers is None else ["reference", "references"]
+        return [name for _, name in self.pairs] + answers
 
 
 def source_names(config: Config) -> dict[str, str]:
@@ -75,11 +89,14 @@ def source_names(config: Config) -> dict[str, str]:
     }
 
 
-def plan_columns(available: Iterable[str], source: str, config: Config) -> ColumnPlan:
+def plan_columns(
+    available: Iterable[str], source: str, config: Config, *, squad_answers: bool = True
+) -> ColumnPlan:
     """The :class:`ColumnPlan` of a file with the columns ``available``.
 
     Raises :class:`~pipeline.schema.MissingColumnError` when a required column other than
-    ``id`` is found by none of the rules.
+    ``id`` is found by none of the rules. ``squad_answers``: whether the file's format keeps
+    the structure of SQuAD v2's ``answers`` (JSON and Parquet do; a CSV cell holds a repr).
 
     >>> plan = plan_columns(["question", "answer", "contexts", "ground_truth"], "r.csv", Config())
     >>> plan.pairs
@@ -96,22 +113,32 @@ def plan_columns(available: Iterable[str], source: str, config: Config) -> Colum
         if name not in found and name not in config.columns and src in present and src not in used:
             found[name] = layout[name] = src
             used.add(src)
+    answers = None
+    if (squad_answers and SQUAD_ANSWERS in present and SQUAD_ANSWERS not in used
+            and not {"reference", "references"} & (set(found) | set(config.columns))):
+        answers = SQUAD_ANSWERS
     for column in REQUIRED_COLUMNS:
-        if column not in found and column not in DERIVABLE:
+        if column not in found and column not in DERIVABLE and not (
+            column == "reference" and answers is not None
+        ):
             raise missing_column_error(column, source, available, config)
     pairs = tuple((found[name], name) for name in RECORD_SCHEMA if name in found)
     return ColumnPlan(
         pairs=pairs,
         layout=tuple((src, name) for src, name in pairs if layout.get(name) == src),
+        answers=answers,
     )
 
 
 def layout_names(plan: ColumnPlan) -> str:
     """``answer -> response, ground_truth -> reference (RAGAS 0.1)``: the layout names a plan
     reads, for the log."""
-    layouts = sorted({LAYOUT_NAMES[src][1] for src, _ in plan.layout})
-    pairs = ", ".join(f"{src} -> {name}" for src, name in plan.layout)
-    return f"{pairs} ({', '.join(layouts)})"
+    layouts = sorted({LAYOUT_NAMES[src][1] for src, _ in plan.layout}
+                     | ({SQUAD_LAYOUT} if plan.answers is not None else set()))
+    parts = [f"{src} -> {name}" for src, name in plan.layout]
+    if plan.answers is not None:
+        parts.append(f"{plan.answers} -> reference, references")
+    return f"{', '.join(parts)} ({', '.join(layouts)})"
 
 
 def missing_column_error(
@@ -139,6 +166,8 @@ def missing_column_error(
         )
     else:
         aliases = [src for src, (name, _) in LAYOUT_NAMES.items() if name == column]
+        if column == "reference":
+            aliases.append(f"{SQUAD_ANSWERS} (SQuAD v2, in JSON, JSON Lines and Parquet)")
         known = f"; also read from: {', '.join(aliases)}" if aliases else ""
         message = (
             f"required column {column!r} is missing ({present}{known}; map a differently "

@@ -153,13 +153,50 @@ def check_file(path: Path, source: str) -> None:
         raise InputError(f"{source}: the file is empty")
 
 
-def _require(available: Iterable[str], source: str, config: Config) -> ColumnPlan:
+def _require(
+    available: Iterable[str], source: str, config: Config, *, squad_answers: bool = True
+) -> ColumnPlan:
     """Where each canonical column is read from (:func:`~pipeline.io.columns.plan_columns`);
     raises when a required column other than ``id`` is absent."""
-    plan = plan_columns(available, source, config)
-    if plan.layout:
+    plan = plan_columns(available, source, config, squad_answers=squad_answers)
+    if plan.layout or plan.answers is not None:
         log.info("%s: read with the names of a known layout: %s", source, layout_names(plan))
     return plan
+
+
+def _canonical(plan: ColumnPlan, schema: Mapping[str, pl.DataType]) -> list[pl.Expr]:
+    """The canonical columns of ``plan`` from a frame with ``schema``: each file column under
+    its canonical name, and SQuAD v2 answers as ``reference`` and ``references``."""
+    columns = [pl.col(src).alias(name) for src, name in plan.pairs]
+    if plan.answers is not None:
+        columns += squad_answer_columns(pl.col(plan.answers), schema[plan.answers])
+    return columns
+
+
+def squad_answer_columns(answers: pl.Expr, dtype: pl.DataType) -> list[pl.Expr]:
+    """``reference`` and ``references`` from a SQuAD v2 ``answers`` column: a struct with a
+    ``text`` list (Hugging Face ``squad_v2``) or a list of texts. ``reference`` is the first
+    text, ``""`` for an empty list (SQuAD v2's unanswerable question, read as unanswerable by
+    :func:`pipeline.metrics.qa.abstention.is_unanswerable`); ``references`` the other texts.
+    A value of another shape gives a null ``reference``, which validation rejects.
+
+    >>> frame = pl.DataFrame({"a": [{"text": ["France", "FR"]}, {"text": []}]},
+    ...                      schema={"a": pl.Struct({"text": pl.List(pl.String)})})
+    >>> frame.select(squad_answer_columns(pl.col("a"), frame.schema["a"])).rows()
+    [('France', ['FR']), ('', [])]
+    """
+    texts: pl.Expr
+    if isinstance(dtype, pl.Struct) and "text" in {f.name for f in dtype.fields}:
+        field = next(f for f in dtype.fields if f.name == "text")
+        texts = answers.struct.field("text")
+        if not (isinstance(field.dtype, pl.List) and field.dtype.inner == pl.String()):
+            texts = pl.lit(None, pl.List(pl.String))
+    elif isinstance(dtype, pl.List) and dtype.inner == pl.String():
+        texts = answers
+    else:
+        texts = pl.lit(None, pl.List(pl.String))
+    reference = pl.when(texts.list.len() == 0).then(pl.lit("")).otherwise(texts.list.first())
+    return [reference.alias("reference"), texts.list.slice(1).alias("references")]
 
 
 def _finish(frame: pl.DataFrame, plan: ColumnPlan, source: str, offset: int = 0) -> pl.DataFrame:
@@ -167,7 +204,7 @@ def _finish(frame: pl.DataFrame, plan: ColumnPlan, source: str, offset: int = 0)
     then the reader's problem columns where ``frame`` has them."""
     problems = [c for c in READER_SCHEMA if c in frame.columns]
     return frame.select(
-        *(pl.col(src).alias(name) for src, name in plan.pairs),
+        *_canonical(plan, frame.schema),
         pl.lit(source, dtype=pl.String).alias(SOURCE_COLUMN),
         (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias(ROW_COLUMN),
         *problems,
@@ -337,7 +374,7 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
         ids = None
         if "id" not in plan.canonical:  # derived over the whole file, as the file streams by
             canonical = scan.select(
-                *(pl.col(src).alias(name) for src, name in plan.pairs),
+                *_canonical(plan, scan.collect_schema()),
                 pl.int_range(pl.len(), dtype=pl.Int64).alias(ROW_COLUMN),
             )
             ids = _file_ids(canonical, canonical.collect_schema(), source,
@@ -461,7 +498,8 @@ def _delimited(separator: str) -> Callable[[Path, str, Config], pl.DataFrame]:
         _check_utf8(data, source)
         with _unlimited_csv_fields():
             header = _header(data, separator, source, kind)
-            plan = _require(header, source, config)
+            # a delimited file holds SQuAD v2 answers as a repr: not read as that layout
+            plan = _require(header, source, config, squad_answers=False)
             frame = _read_regular(data, separator, plan.sources, source, kind)
             if frame is None:
                 frame = _read_rows(data, separator, header, plan.sources)
@@ -832,12 +870,32 @@ def _objects_frame(
     that UTF-8 cannot encode and, where they hold some, become rows with a reader problem."""
     keys = list(dict.fromkeys(key for obj in objects for key in obj))
     plan = _require(keys, source, config)
-    objects, unreadable = without_lone_surrogates(objects, plan.pairs, check)
-    frame = json_columns(objects, _json_targets(plan.pairs))
+    read = plan.pairs if plan.answers is None else (*plan.pairs, (plan.answers, "reference"))
+    objects, unreadable = without_lone_surrogates(objects, read, check)
+    targets = _json_targets(plan.pairs)
+    if plan.answers is not None:  # SQuAD v2: the texts of each answers object
+        objects = [{**obj, plan.answers: squad_answer_texts(obj.get(plan.answers))}
+                   for obj in objects]
+        targets[plan.answers] = pl.List(pl.String())
+    frame = json_columns(objects, targets)
     frame = _finish(frame, plan, source)
     if unreadable.height:
         frame = frame.join(unreadable, on=ROW_COLUMN, how="left", maintain_order="left")
     return frame
+
+
+def squad_answer_texts(value: object) -> list[str] | None:
+    """The answer texts of one parsed SQuAD v2 ``answers`` value: its ``text`` list, or the
+    value itself when it is a list of texts; None for any other shape.
+
+    >>> squad_answer_texts({"text": ["France"], "answer_start": [159]}), squad_answer_texts([])
+    (['France'], [])
+    """
+    if isinstance(value, dict):
+        value = value.get("text")
+    if isinstance(value, list) and all(isinstance(text, str) for text in value):
+        return value
+    return None
 
 
 def _json_targets(pairs: Sequence[tuple[str, str]]) -> dict[str, pl.DataType | None]:
