@@ -309,13 +309,23 @@ SPECS: tuple[MetricSpec, ...] = (
           "Sentences in the response (see pipeline.text.sentences).",
           needs=("_grounding", NEEDS_EMBEDDER)),
     count("n_supported", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_supported"),
-          "Sentences with exactly one valid citation whose passage they match (cosine >= tau).",
+          "Sentences with exactly one valid citation whose passage supports them (rule evidence: "
+          "its numbers, entities and content characters are there and its words or cosine "
+          "match; rule cosine: cosine >= tau_sim). docs/grounding.md.",
           needs=("_grounding", NEEDS_EMBEDDER)),
     MetricSpec(
         "first_unsupported", "grounding",
         lambda _: pl.col(_GROUNDING).struct.field("first_unsupported"), pl.String(),
         "The first response sentence (as written) that no cited passage supports; null when "
         "every sentence is supported or the row has no passages. For reading failures.",
+        needs=("_grounding", NEEDS_EMBEDDER), lower=None, upper=None, higher_is_better=None,
+        nullable=True,
+    ),
+    MetricSpec(
+        "unsupported_sentences", "grounding",
+        lambda _: pl.col(_GROUNDING).struct.field("unsupported"), grounding.UNSUPPORTED_DTYPE,
+        "Every unsupported response sentence, as written, with all its reasons ('\"...\" — "
+        "no citation; abstention'); empty when all are supported, null without passages.",
         needs=("_grounding", NEEDS_EMBEDDER), lower=None, upper=None, higher_is_better=None,
         nullable=True,
     ),
