@@ -95,6 +95,19 @@ EMBEDDING_DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 #: Minimum cosine between a sentence and its cited passage for the sentence to be supported
 #: (calibrated for all-MiniLM-L6-v2).
 DEFAULT_TAU_SIM = 0.65
+#: Answer EM/F1 rules (docs/metrics.md): ``auto`` (SQuAD v2 on English and Latin-script rows,
+#: the official MLQA v1 rules of the row's language elsewhere), ``squad-v2`` or ``mlqa``.
+ANSWER_SCORERS: tuple[str, ...] = ("auto", "squad-v2", "mlqa")
+#: sacreBLEU tokenizers of BLEU; ``auto``: ``zh`` for Chinese rows, ``char`` for Japanese,
+#: Korean and Thai, ``13a`` otherwise.
+BLEU_TOKENIZERS: tuple[str, ...] = ("auto", "13a", "intl", "zh", "char", "none")
+#: ROUGE tokenizers; ``auto``: rouge-score's on Latin-script rows, ``unicode`` on the others.
+ROUGE_TOKENIZERS: tuple[str, ...] = ("auto", "rouge-score", "unicode")
+#: What each multilingual setting is under a compat preset left at its default: the replaced
+#: tools' own (English) rules, so their numbers stay theirs on every row.
+PRESET_TEXT_RULES = {"answer_scorer": "squad-v2", "bleu_tokenize": "13a",
+                     "rouge_tokenizer": "rouge-score"}
+
 #: Grounding decisions (docs/grounding.md): ``evidence`` (the default: the claim's numbers,
 #: entities and content characters are in its cited passage, and its words or its embedding
 #: match it) or ``cosine`` (the core RAG tool's: cosine of claim and whole passage >= tau_sim).
@@ -138,6 +151,11 @@ COMPAT_PRESETS: tuple[str, ...] = (
     "enhanced-framework", "rgb-app", "hotpot-gen", "intellidocu", "core-rag",
 )
 
+#: The TOML name of each multilingual setting, for messages.
+_SETTING_NAMES = {"answer_scorer": "[answer] scorer", "bleu_tokenize": "[lexical] bleu_tokenize",
+                  "rouge_tokenizer": "[lexical] rouge_tokenizer"}
+
+
 class ConfigError(ValueError):
     """The configuration file or a flag is invalid."""
 
@@ -175,6 +193,13 @@ class Config:
     strip_citation_markers: bool = True
     #: ROUGE with the Porter stemmer (``rouge-score``'s ``use_stemmer=True``).
     rouge_stemmer: bool = False
+    #: ``[answer] scorer`` (:data:`ANSWER_SCORERS`); "" is ``auto`` (a preset: ``squad-v2``).
+    answer_scorer: str = ""
+    #: ``[lexical] bleu_tokenize`` (:data:`BLEU_TOKENIZERS`); "" is ``auto`` (a preset: ``13a``).
+    bleu_tokenize: str = ""
+    #: ``[lexical] rouge_tokenizer`` (:data:`ROUGE_TOKENIZERS`); "" is ``auto`` (a preset:
+    #: ``rouge-score``).
+    rouge_tokenizer: str = ""
     #: ``minilm`` (default), ``hashed`` or ``sentence-transformers:<name or local path>``.
     embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
     embedding_batch_size: int = DEFAULT_EMBEDDING_BATCH_SIZE
@@ -232,6 +257,17 @@ class Config:
             )
         if not (math.isfinite(self.tau_sim) and -1.0 <= self.tau_sim <= 1.0):
             raise ConfigError(f"[grounding] tau_sim must be in [-1, 1], got {self.tau_sim}")
+        for name, allowed in (("answer_scorer", ANSWER_SCORERS),
+                              ("bleu_tokenize", BLEU_TOKENIZERS),
+                              ("rouge_tokenizer", ROUGE_TOKENIZERS)):
+            if not getattr(self, name):
+                default = PRESET_TEXT_RULES[name] if self.compat_preset else "auto"
+                object.__setattr__(self, name, default)
+            if getattr(self, name) not in allowed:
+                raise ConfigError(
+                    f"{_SETTING_NAMES[name]} {getattr(self, name)!r} is unknown: use one of "
+                    f"{', '.join(allowed)}"
+                )
         if not self.grounding_rule:
             rule = "cosine" if self.compat_preset == "core-rag" else DEFAULT_GROUNDING_RULE
             object.__setattr__(self, "grounding_rule", rule)
@@ -351,12 +387,14 @@ class Config:
         phrases = "\n".join(self.abstention_phrases).encode()
         digest = hashlib.sha256(phrases).hexdigest()[:8]
         return (
-            f"rag-eval|v:{__version__}|norm:squad-v2|"
+            f"rag-eval|v:{__version__}|norm:{self.answer_scorer}|"
             f"markers:{'strip' if self.strip_citation_markers else 'keep'}|cite:set|"
             f"abst:{len(self.abstention_phrases)}-{digest}|"
             f"absref:{self.abstention_reference}|icref:{self.insufficient_context_reference}|"
             f"unans:{','.join(self.unanswerable_types)}|"
-            f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}|bleu:13a-exp-eff|"
+            f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}"
+            f"{'' if self.rouge_tokenizer == 'rouge-score' else '-' + self.rouge_tokenizer}|"
+            f"bleu:{self.bleu_tokenize}-exp-eff|"
             f"kw:{self.keyword_digest()}|tfidf:{self.tfidf_mode()}|"
             f"emb:{self.embedding_backend}|tau:{self.tau_sim:g}|{self.grounding_signature()}"
             f"comp:{self.composite_digest()}|"
@@ -429,12 +467,15 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 
         [answer]
         strip_citation_markers = true   # score "Paris [1]" as "Paris"
+        scorer = "auto"            # or "squad-v2", "mlqa" (auto: SQuAD v2 on Latin rows, else MLQA)
 
         [metrics]
         select = ["answer", "citation_f1"]
 
         [lexical]
         rouge_stemmer = false      # true matches rouge-score's use_stemmer=True
+        rouge_tokenizer = "auto"   # or "rouge-score", "unicode" (auto: unicode on non-Latin rows)
+        bleu_tokenize = "auto"     # or "13a", "intl", "zh", "char", "none" (sacreBLEU's)
 
         [keywords]                 # replace the bundled lists (paths relative to this file)
         stopwords = "my_stopwords.txt"
@@ -535,9 +576,11 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
         values[name] = value
 
     answer = data.get("answer", {})
-    unknown = sorted(set(answer) - {"strip_citation_markers"})
+    unknown = sorted(set(answer) - {"strip_citation_markers", "scorer"})
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [answer]: {unknown}")
+    if "scorer" in answer:
+        values["answer_scorer"] = _typed(path, "[answer] scorer", answer["scorer"], str)
     if "strip_citation_markers" in answer:
         if not isinstance(answer["strip_citation_markers"], bool):
             raise ConfigError(f"{path}: [answer] strip_citation_markers must be true or false")
@@ -578,7 +621,11 @@ def _file(path: Path, value: str) -> Path:
 
 def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    lexical = _section(data, "lexical", {"rouge_stemmer"}, path)
+    lexical = _section(data, "lexical", {"rouge_stemmer", "bleu_tokenize", "rouge_tokenizer"},
+                       path)
+    for key in ("bleu_tokenize", "rouge_tokenizer"):
+        if key in lexical:
+            values[key] = _typed(path, f"[lexical] {key}", lexical[key], str)
     if "rouge_stemmer" in lexical:
         stem = lexical["rouge_stemmer"]
         values["rouge_stemmer"] = _typed(path, "[lexical] rouge_stemmer", stem, bool)

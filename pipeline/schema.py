@@ -31,6 +31,8 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "completion_tokens": pl.Int64(),
     "total_tokens": pl.Int64(),
     "latency_ms": pl.Float64(),
+    # ISO 639-1 language of the row; left out, detected from its script (pipeline.text.language).
+    "lang": pl.String(),
     # RGB robustness suite (see docs/rgb.md); null on rows that are not RGB rows.
     "task": pl.String(),
     "language": pl.String(),
@@ -73,6 +75,7 @@ KEY_COLUMNS: tuple[str, ...] = (
     "question_type",
     "task",
     "language",
+    "lang",
     SOURCE_COLUMN,
     ROW_COLUMN,
 )

@@ -51,6 +51,7 @@ from pipeline.metrics.registry import (
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
+from pipeline.text.language import row_language
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +71,19 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
     included, independent of column names and polars' memory layout), then hashed with
     XXH3-128; the bytes are the hash's canonical big-endian form. Equal records hash equally
     in any process, on any machine, with any polars version. Vectorized in Rust, no Python per
-    row.
+    row. ``lang`` (added later) is encoded only where it is set, so records without it keep
+    the hash they had before it existed.
     """
     content = records.select(
         pl.col(name).cast(dtype) if name in records.columns else pl.lit(None, dtype).alias(name)
         for name, dtype in RECORD_SCHEMA.items()
     )
     two_64 = pl.lit(2**64, dtype=pl.UInt128)
+    without_lang = polars_hash.hash_rows(pl.exclude("lang"), version=ROW_ENCODING)
+    with_lang = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
     halves = content.select(
-        polars_hash.hash_rows(pl.all(), version=ROW_ENCODING).nchash.xxh3_128().alias("hash")
+        pl.when(pl.col("lang").is_null()).then(without_lang).otherwise(with_lang)
+        .nchash.xxh3_128().alias("hash")
     ).select(
         high=(pl.col("hash") // two_64).cast(pl.UInt64),
         low=(pl.col("hash") % two_64).cast(pl.UInt64),
@@ -225,6 +230,10 @@ def score_frame(
     if inputs is None:
         inputs = prepare_inputs(frame.collect(), config, specs)
     needed = {need for spec in specs for need in spec.needs}
+    frame = frame.with_columns(
+        row_language(pl.col("lang"), pl.col("language"), pl.col("reference"),
+                     pl.col("response")).alias("lang")
+    )
     for stage in intermediates(inputs, needed):
         frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
     for group in levels(specs):

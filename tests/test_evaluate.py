@@ -74,3 +74,12 @@ def test_row_hash_is_pinned_and_content_only():
     assert row_hashes(shuffled).equals(hashes)
     changed = frame.with_columns(pl.col("response").str.replace("The", "the"))
     assert not (row_hashes(changed) == hashes).any()
+
+
+def test_row_hash_sees_lang_only_where_it_is_set():
+    frame = pl.DataFrame(ROWS[:2])
+    plain = row_hashes(frame)
+    assert row_hashes(frame.with_columns(lang=pl.lit(None, pl.String))).equals(plain)
+    tagged = row_hashes(frame.with_columns(lang=pl.lit("de")))
+    assert not (tagged == plain).any()
+    assert not (row_hashes(frame.with_columns(lang=pl.lit("es"))) == tagged).any()

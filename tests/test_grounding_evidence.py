@@ -125,6 +125,12 @@ def test_every_reason_of_every_sentence_is_listed():
     ]
 
 
+def test_a_sentence_of_markers_only_is_unsupported():
+    row = one("Paris is in France [1].\n[1]", ["Paris is in France."])
+    assert (row["n_sentences"], row["n_supported"]) == (2, 1)
+    assert row["unsupported"] == ['"[1]" — the sentence has no words to support']
+
+
 def test_citing_a_passage_that_does_not_exist():
     row = one("Paris is in France [3].", ["Paris is in France."])
     assert row["unsupported"] == [

@@ -52,8 +52,9 @@ def test_identity_gives_maximum(name):
 
 
 def test_output_columns_and_signature(scored):
-    assert scored.columns[:10] == ["id", "model", "run", "category", "noise_level",
-                                   "question_type", "task", "language", "source", "row_number"]
+    assert scored.columns[:11] == ["id", "model", "run", "category", "noise_level",
+                                   "question_type", "task", "language", "lang", "source",
+                                   "row_number"]
     assert set(REGISTRY) <= set(scored.columns)
     assert not [c for c in scored.columns if c.startswith("_")]
     assert scored["signature"].unique().to_list() == [Config().signature()]

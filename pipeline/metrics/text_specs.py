@@ -19,7 +19,7 @@ from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec,
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE
 from pipeline.text.rouge_tokenize import rouge_tokens
 from pipeline.text.tokenize import punctuation_deleted_words
-from pipeline.text.tokenize_13a import tokens_13a
+from pipeline.text.tokenize_sacrebleu import bleu_tokens
 
 #: Intermediate column holding the compared response text.
 RESPONSE = "_response"
@@ -52,8 +52,9 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
             columns[_ROUGE[0]] = rouge_tokens(response, stem=stem)
             columns[_ROUGE[1]] = rouge_tokens(pl.col("reference"), stem=stem)
     if "_bleu_tokens" in needed:
-        columns[_BLEU[0]] = tokens_13a(response)
-        columns[_BLEU[1]] = tokens_13a(pl.col("reference"))
+        tokenize = inputs.config.bleu_tokenize
+        columns[_BLEU[0]] = bleu_tokens(response, tokenize, pl.col("lang"))
+        columns[_BLEU[1]] = bleu_tokens(pl.col("reference"), tokenize, pl.col("lang"))
     if "_keywords" in needed:
         config = inputs.config
         stopwords = keywords.load_stopwords(
@@ -236,15 +237,17 @@ SPECS: tuple[MetricSpec, ...] = (
     _rouge_f("rouge_l", "rouge_l_lcs", "rouge_1_pred", "rouge_1_ref", "ROUGE-L"),
     *(
         count(name, "lexical", _bleu_stat(key),
-              "BLEU sufficient statistic (sacrebleu 13a tokens) for corpus BLEU in SQL.",
+              "BLEU sufficient statistic (sacreBLEU tokens of [lexical] bleu_tokenize) for "
+              "corpus BLEU in SQL.",
               needs=("_bleu_tokens",))
         for name, key in _BLEU_STATS.items()
     ),
     MetricSpec(
         "bleu", "lexical", _sentence_bleu,
         pl.Float64(),
-        "sacrebleu.sentence_bleu(response, [reference]).score / 100 (13a, exp smoothing, "
-        "effective order).",
+        "sacrebleu.sentence_bleu(response, [reference]).score / 100 (exp smoothing, effective "
+        "order; tokenizer [lexical] bleu_tokenize: auto is zh on Chinese rows, char on "
+        "Japanese, Korean and Thai, 13a otherwise).",
         needs=tuple(_BLEU_STATS),
     ),
     MetricSpec(

@@ -17,9 +17,8 @@ units, all from the text lowercased (``str.lower``) unless said otherwise:
   substring. A bigram holding one of :data:`FUNCTION_CHARACTERS` (的, 了, 是 ...) is never an
   anchor: grammar, not content.
 
-A unit is *found* in a text when it occurs there as a unit: words and numbers between the
-spaces of the text's padded unit string (:func:`padded_words`, :func:`padded_numbers`), bigrams
-as substrings of the lowercased text.
+A unit is *found* in a text when it occurs there as a unit: a word among the text's words, a
+number among its numbers, a bigram as a substring of the lowercased text (:func:`found`).
 """
 
 from __future__ import annotations
@@ -62,10 +61,6 @@ def stopwords() -> frozenset[str]:
     return frozenset(w for w in words if w) | frozenset(_DISCOURSE_WORDS)
 
 
-def _pad(units: pl.Expr) -> pl.Expr:
-    return pl.concat_str(pl.lit(" "), units.list.join(" "), pl.lit(" "))
-
-
 def words(text: pl.Expr) -> pl.Expr:
     """The lowercased words of ``text`` (``List[String]``, in order, repeats kept).
 
@@ -76,24 +71,16 @@ def words(text: pl.Expr) -> pl.Expr:
 
 
 def content_words(text: pl.Expr) -> pl.Expr:
-    """The distinct content words of ``text``, each padded with a space on both sides, in
-    first-seen order (the form :func:`found` matches against :func:`padded_words`).
+    """The distinct content words of ``text`` (lowercased), in first-seen order.
 
     >>> pl.select(content_words(pl.lit("The game was played in Tampa in 2021"))).item().to_list()
-    [' game ', ' played ', ' tampa ']
+    ['game', 'played', 'tampa']
     """
     stop = sorted(stopwords())
     content = pl.element().filter(
         ~pl.element().is_in(stop) & ~pl.element().str.contains(r"^\p{Nd}+$")
     )
-    return words(text).list.eval(content).list.unique(maintain_order=True).list.eval(
-        pl.concat_str(pl.lit(" "), pl.element(), pl.lit(" "))
-    )
-
-
-def padded_words(text: pl.Expr) -> pl.Expr:
-    """All words of ``text`` joined by spaces, with a space before and after."""
-    return _pad(words(text))
+    return words(text).list.eval(content).list.unique(maintain_order=True)
 
 
 def numbers(text: pl.Expr) -> pl.Expr:
@@ -104,18 +91,6 @@ def numbers(text: pl.Expr) -> pl.Expr:
     """
     joined = text.str.replace_all(_THOUSANDS, "${1}${2}").str.replace_all(_THOUSANDS, "${1}${2}")
     return joined.str.extract_all(_NUMBER)
-
-
-def padded_numbers(text: pl.Expr) -> pl.Expr:
-    """All numbers of ``text`` joined by spaces, with a space before and after."""
-    return _pad(numbers(text))
-
-
-def claim_numbers(text: pl.Expr) -> pl.Expr:
-    """The distinct numbers of ``text``, padded like :func:`content_words`."""
-    return numbers(text).list.unique(maintain_order=True).list.eval(
-        pl.concat_str(pl.lit(" "), pl.element(), pl.lit(" "))
-    )
 
 
 def entities(text: pl.Expr) -> pl.Expr:
@@ -143,9 +118,10 @@ def bigram_anchor(bigram: pl.Expr) -> pl.Expr:
 
 
 def found(haystack: pl.Expr, units: pl.Expr) -> pl.Expr:
-    """The distinct ``units`` (a list per row) that occur in ``haystack`` (one string per row).
+    """The distinct ``units`` (a list per row) that occur in ``haystack`` (one string per row)
+    as substrings; a null haystack finds nothing (null).
 
-    >>> pl.select(found(pl.lit(" a bb ccc "), pl.lit([" bb ", " zz ", " a "]))).item().to_list()
-    [' a ', ' bb ']
+    >>> pl.select(found(pl.lit("香港立法会"), pl.lit(["立法", "议席"]))).item().to_list()
+    ['立法']
     """
     return haystack.str.extract_many(units, overlapping=True).list.unique(maintain_order=True)

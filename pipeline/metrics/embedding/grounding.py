@@ -251,17 +251,18 @@ def _evidence_rule(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, tau_
         facts["missing_entities"].list.len() == 0
     ) & (facts["missing_characters"].list.len() == 0)
     lexical = facts["coverage"] >= tau_lex
+    says_something = present["claim"].str.contains(r"[\p{L}\p{N}]")
+    anchored = anchored & says_something
     needs_cosine = (anchored & ~lexical).to_numpy()
     cosine = np.full(present.height, np.nan)
     cosine[needs_cosine] = _cosines(present.filter(needs_cosine), embedder, rows)
     cosine_series = pl.Series("cosine", cosine, dtype=pl.Float64).fill_nan(None)
     supported = anchored & (lexical | (cosine_series >= tau_sim).fill_null(False))
-    quoted = pl.element().str.strip_chars()
     decided = present.select("_row", "_sentence").with_columns(
         supported.alias("supported"),
         pl.concat_list(
             facts["missing_numbers"].to_frame().select(
-                pl.first().list.eval(pl.format("number {} not in the passage", quoted))
+                pl.first().list.eval(pl.format("number {} not in the passage", pl.element()))
             ).to_series(),
             facts["missing_entities"].to_frame().select(
                 pl.first().list.eval(pl.format('"{}" not in the passage', pl.element()))
@@ -269,6 +270,8 @@ def _evidence_rule(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, tau_
             facts["missing_characters"].to_frame().select(
                 pl.first().list.eval(pl.format('"{}" not in the passage', pl.element()))
             ).to_series(),
+            pl.when(~says_something).then(pl.lit(["the sentence has no words to support"]))
+            .otherwise(pl.lit([], pl.List(pl.String))),
             pl.when(cosine_series.is_not_null() & (cosine_series < tau_sim)).then(
                 pl.concat_list(pl.format(
                     "low similarity: {}% of its words in the passage (< {}%), cosine {} < {}",
@@ -305,27 +308,32 @@ def claim_evidence(pairs: pl.DataFrame) -> pl.DataFrame:
     units = pairs.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
         evidence.content_words(pl.col("claim")).alias("cw"),
-        evidence.claim_numbers(pl.col("claim")).alias("cn"),
-        evidence.padded_words(pl.col("passage")).alias("pw"),
-        evidence.padded_numbers(pl.col("passage")).alias("pn"),
-        pl.col("passage").str.to_lowercase().alias("pt"),
-        evidence.padded_words(question).alias("qw"),
-        evidence.padded_numbers(question).alias("qn"),
-        question.str.to_lowercase().alias("qt"),
+        evidence.numbers(pl.col("claim")).list.unique(maintain_order=True).alias("cn"),
+        evidence.words(pl.col("passage")).alias("pw"),
+        evidence.numbers(pl.col("passage")).alias("pn"),
+        evidence.words(question).alias("qw"),
+        evidence.numbers(question).alias("qn"),
     )
     bigrams = _bigrams(pairs)
     units = units.join(
         bigrams.group_by("_pair").agg(pl.col("bigram").unique(maintain_order=True).alias("cb")),
         on="_pair", how="left", maintain_order="left",
     ).with_columns(pl.col("cb").fill_null(pl.lit([], pl.List(pl.String))))
+    # Bigrams are searched only in the texts of claims that have some (a null text finds none).
+    with_bigrams = pl.col("cb").list.len() > 0
+    empty = pl.lit([], pl.List(pl.String))
+    passage_text = pl.when(with_bigrams).then(pairs["passage"].str.to_lowercase())
+    question_text = pl.when(with_bigrams).then(
+        pairs["question"].fill_null("").str.to_lowercase()
+    )
     found = units.select(
         "_pair", "cw", "cb", "cn",
-        evidence.found(pl.col("pw"), pl.col("cw")).alias("fw_p"),
-        evidence.found(pl.col("qw"), pl.col("cw")).alias("fw_q"),
-        evidence.found(pl.col("pt"), pl.col("cb")).alias("fb_p"),
-        evidence.found(pl.col("qt"), pl.col("cb")).alias("fb_q"),
-        evidence.found(pl.col("pn"), pl.col("cn")).alias("fn_p"),
-        evidence.found(pl.col("qn"), pl.col("cn")).alias("fn_q"),
+        pl.col("cw").list.set_intersection("pw").alias("fw_p"),
+        pl.col("cw").list.set_intersection("qw").alias("fw_q"),
+        evidence.found(passage_text, pl.col("cb")).fill_null(empty).alias("fb_p"),
+        evidence.found(question_text, pl.col("cb")).fill_null(empty).alias("fb_q"),
+        pl.col("cn").list.set_intersection("pn").alias("fn_p"),
+        pl.col("cn").list.set_intersection("qn").alias("fn_q"),
     )
     kinds = (("cw", "fw_p", "fw_q"), ("cb", "fb_p", "fb_q"), ("cn", "fn_p", "fn_q"))
     n_new = pl.sum_horizontal(pl.col(c).list.set_difference(q).list.len() for c, _, q in kinds)
@@ -347,8 +355,7 @@ def claim_evidence(pairs: pl.DataFrame) -> pl.DataFrame:
         missing["cn"].alias("missing_numbers"),
     )
     return (
-        found.select("_pair", pl.col("missing_numbers").list.eval(pl.element().str.strip_chars()),
-                     "coverage")
+        found.select("_pair", "missing_numbers", "coverage")
         .join(_missing_entities(pairs, found), on="_pair", how="left", maintain_order="left")
         .join(_missing_characters(bigrams, found), on="_pair", how="left",
               maintain_order="left")
