@@ -30,6 +30,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -51,7 +52,7 @@ from pipeline.metrics.registry import (
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
-from pipeline.text.language import row_language
+from pipeline.text.language import language_stages
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +82,9 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
     two_64 = pl.lit(2**64, dtype=pl.UInt128)
     without_lang = polars_hash.hash_rows(pl.exclude("lang"), version=ROW_ENCODING)
     with_lang = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
+    encoded = pl.when(pl.col("lang").is_null()).then(without_lang).otherwise(with_lang)
     halves = content.select(
-        pl.when(pl.col("lang").is_null()).then(without_lang).otherwise(with_lang)
-        .nchash.xxh3_128().alias("hash")
+        cast(polars_hash.HExpr, encoded).nchash.xxh3_128().alias("hash")
     ).select(
         high=(pl.col("hash") // two_64).cast(pl.UInt64),
         low=(pl.col("hash") % two_64).cast(pl.UInt64),
@@ -230,10 +231,8 @@ def score_frame(
     if inputs is None:
         inputs = prepare_inputs(frame.collect(), config, specs)
     needed = {need for spec in specs for need in spec.needs}
-    frame = frame.with_columns(
-        row_language(pl.col("lang"), pl.col("language"), pl.col("reference"),
-                     pl.col("response")).alias("lang")
-    )
+    for stage in language_stages("lang", "language", "reference", "response"):
+        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
     for stage in intermediates(inputs, needed):
         frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
     for group in levels(specs):

@@ -33,12 +33,15 @@ ANSWER_METRICS = ("answer",)
 
 
 def score(golds: list[list[str]], preds: list[str], *, strip: bool = False) -> pl.DataFrame:
-    """Answer metrics; marker stripping is off so the raw text is compared with the script."""
+    """Answer metrics by the SQuAD v2 rules on every row (``[answer] scorer = "squad-v2"``:
+    under the default ``auto`` a row of another script is scored by MLQA's rules, see
+    test_mlqa.py); marker stripping is off so the raw text is compared with the script."""
     rows = [
         {"reference": g[0], "references": g[1:] or None, "response": p}
         for g, p in zip(golds, preds, strict=True)
     ]
-    config = Config(metrics=ANSWER_METRICS, strip_citation_markers=strip)
+    config = Config(metrics=ANSWER_METRICS, strip_citation_markers=strip,
+                    answer_scorer="squad-v2")
     return score_frame(records(rows), config).collect()
 
 

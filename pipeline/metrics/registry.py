@@ -20,9 +20,10 @@ from pipeline.config import Config
 from pipeline.metrics import text_specs
 from pipeline.metrics.common import flag
 from pipeline.metrics.composite import composite_specs
-from pipeline.metrics.qa import abstention, answer, citation, usage
+from pipeline.metrics.qa import abstention, answer, answer_mlqa, citation, usage
 from pipeline.metrics.robustness import rgb_specs
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, candidate
+from pipeline.text.language import is_latin
 from pipeline.text.normalize import lower_collapse
 from pipeline.text.tokenize import squad_tokens
 
@@ -78,13 +79,19 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
     overlaps: dict[str, pl.Expr] = {}
     clean = pl.col(RESPONSE)
     if "_tokens" in needed:
-        columns["_response_tokens"] = squad_tokens(clean)
-        columns[_tokens(0)] = squad_tokens(candidate(0))
+        squad = _squad_rows(inputs.config)
+        if squad is None:  # every row by SQuAD v2: the tokens of the official script
+            columns["_response_tokens"] = squad_tokens(clean)
+            columns[_tokens(0)] = squad_tokens(candidate(0))
+        else:  # SQuAD v2 on the Latin rows, MLQA's rules of the row's language elsewhere
+            columns["_response_tokens"] = answer_mlqa.answer_tokens(clean, pl.col("lang"), squad)
+            columns[_tokens(0)] = answer_mlqa.answer_tokens(candidate(0), pl.col("lang"), squad)
         if inputs.n_candidates > 1:
             # Every alternative reference tokenized in one pass over the list elements, not
             # once per candidate position over mostly null columns.
-            columns[_ALTERNATIVE_TOKENS] = pl.col("references").list.eval(
-                squad_tokens(pl.element())
+            columns[_ALTERNATIVE_TOKENS] = (
+                pl.col("references").list.eval(squad_tokens(pl.element())) if squad is None
+                else answer_mlqa.answer_tokens_each(pl.col("references"), pl.col("lang"), squad)
             )
         for k in range(1, inputs.n_candidates):
             alternatives[_tokens(k)] = pl.col(_ALTERNATIVE_TOKENS).list.get(
@@ -110,9 +117,24 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
     return [stage for stage in stages if stage]
 
 
+def _squad_rows(config: Config) -> pl.Expr | None:
+    """The rows answer EM/F1 score by SQuAD v2 under ``[answer] scorer``: None for every row
+    (``squad-v2``), else a Boolean expression: none (``mlqa``), or under ``auto`` the rows of
+    a Latin-script language (:func:`pipeline.text.language.is_latin`: ``en``, undetermined,
+    or a code of no other detected script such as ``es``); the others by MLQA's rules."""
+    if config.answer_scorer == "squad-v2":
+        return None
+    if config.answer_scorer == "mlqa":
+        return pl.lit(False)
+    return is_latin(pl.col("lang"))
+
+
 def _answer_em(inputs: Inputs) -> pl.Expr:
     response = pl.col("_response_tokens")
     refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
+    squad = _squad_rows(inputs.config)
+    if squad is not None:
+        return answer_mlqa.answer_em(response, refs, squad)
     scores = [answer.exact_match(response, ref) for ref in refs]
     return answer.best_over_references(scores, refs, response).cast(pl.Int8)
 
@@ -120,6 +142,10 @@ def _answer_em(inputs: Inputs) -> pl.Expr:
 def _answer_f1(inputs: Inputs) -> pl.Expr:
     response = pl.col("_response_tokens")
     refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
+    squad = _squad_rows(inputs.config)
+    if squad is not None:
+        overlaps = [pl.col(_overlap(k)) for k in range(inputs.n_candidates)]
+        return answer_mlqa.answer_f1(response, refs, squad, overlaps)
     scores = [
         answer.f1_from_counts(response.list.len(), ref.list.len(), pl.col(_overlap(k)))
         for k, ref in enumerate(refs)

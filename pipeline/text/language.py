@@ -54,48 +54,67 @@ def given_language(code: pl.Expr) -> pl.Expr:
     return pl.when(base != "").then(base)
 
 
-def detect_language(*texts: pl.Expr) -> pl.Expr:
-    """The language of ``texts`` (concatenated, nulls as empty) by the script with most letters.
+def language_stages(lang: str, language: str, reference: str, response: str
+                    ) -> list[dict[str, pl.Expr]]:
+    """Column stages that set ``lang`` of each row (the module docstring): ``lang`` if given,
+    else the RGB ``language``, else detected from ``reference`` and ``response`` by script.
 
-    >>> frame = pl.DataFrame({"t": ["Paris", "北京是首都", "東京はどこ", "서울", "Москва", "12 !",
-    ...                             "Ça va, señor?"]})
-    >>> frame.select(detect_language(pl.col("t")).alias("lang"))["lang"].to_list()
-    ['en', 'zh', 'ja', 'ko', 'ru', 'und', 'en']
+    Stages, so that the script counts are computed once per row and only on the rows that need
+    them (no code given, some non-ASCII text); the ``_lang_*`` helper columns are left for the
+    caller to drop.
+
+    >>> frame = pl.DataFrame({"lang": ["ZH", None, None, None, None, None, None],
+    ...                       "language": [None, "zh-CN", None, None, None, None, None],
+    ...                       "ref": ["x", "x", "Москва", "東京はどこ", "서울", "12 !", "Ça va"],
+    ...                       "resp": ["x", "x", "x", "x", "x", "", "señor"]}).lazy()
+    >>> for stage in language_stages("lang", "language", "ref", "resp"):
+    ...     frame = frame.with_columns(**stage)
+    >>> frame.collect()["lang"].to_list()
+    ['zh', 'zh', 'ru', 'ja', 'ko', 'und', 'en']
     """
-    text = pl.concat_str([t.fill_null("") for t in texts], separator=" ")
-    wide = pl.when(text.str.contains(r"[^\x00-\x7F]")).then(text)  # null: ASCII only
-    counts = [wide.str.count_matches(_class(scripts)).fill_null(0)
-              for scripts, _ in SCRIPT_LANGUAGES]
-    kana = counts[1]
-    best = pl.max_horizontal(*counts)
-    detected = pl.when(best == 0).then(pl.lit(UNDETERMINED))
-    for (_, code), count in zip(SCRIPT_LANGUAGES, counts, strict=True):
-        if code == "zh":  # Japanese writes Han with kana
-            detected = detected.when(count == best).then(
-                pl.when(kana > 0).then(pl.lit("ja")).otherwise(pl.lit("zh"))
-            )
-        else:
-            detected = detected.when(count == best).then(pl.lit(code))
-    ascii_letters = text.str.contains(r"[A-Za-z]")
-    return (
-        pl.when(wide.is_not_null()).then(detected.otherwise(pl.lit(UNDETERMINED)))
-        .when(ascii_letters).then(pl.lit("en"))
-        .otherwise(pl.lit(UNDETERMINED))
+    given = pl.coalesce(given_language(pl.col(lang)), given_language(pl.col(language)))
+    text = pl.concat_str([pl.col(c).fill_null("") for c in (reference, response)], separator=" ")
+    to_detect = pl.when(given.is_null()).then(text)
+    counts = pl.col("_lang_counts")
+    codes = [code for _, code in SCRIPT_LANGUAGES]
+    # The first script with most letters (arg_max takes the first maximum).
+    best = counts.list.arg_max().replace_strict(dict(enumerate(codes)), return_dtype=pl.String)
+    detected = (
+        pl.when(counts.is_null()).then(
+            pl.when(pl.col("_lang_text").str.contains(r"[A-Za-z]")).then(pl.lit("en"))
+            .otherwise(pl.lit(UNDETERMINED))
+        )
+        .when(counts.list.max() == 0).then(pl.lit(UNDETERMINED))
+        .when((best == "zh") & (counts.list.get(1) > 0)).then(pl.lit("ja"))  # Han with kana
+        .otherwise(best)
     )
+    wide = pl.col("_lang_wide")
+    return [
+        {"_lang_given": given, "_lang_text": to_detect},
+        {"_lang_wide": pl.when(pl.col("_lang_text").str.contains(r"[^\x00-\x7F]"))
+         .then(pl.col("_lang_text"))},
+        {"_lang_counts": pl.when(wide.is_not_null()).then(pl.concat_list(
+            [wide.str.count_matches(_class(scripts)).fill_null(0)
+             for scripts, _ in SCRIPT_LANGUAGES]
+        ))},
+        {lang: pl.coalesce(pl.col("_lang_given"), detected)},
+    ]
 
 
-def row_language(lang: pl.Expr, language: pl.Expr, reference: pl.Expr, response: pl.Expr
-                 ) -> pl.Expr:
-    """``lang`` if given, else the RGB ``language``, else detected (the module docstring).
+def detect_language(frame: pl.DataFrame, reference: str, response: str) -> pl.Series:
+    """The detected language of each row of ``frame`` (no code given): a convenience over
+    :func:`language_stages`.
 
-    >>> frame = pl.DataFrame({"lang": ["ZH", None, None], "language": [None, "zh", None],
-    ...                       "ref": ["Paris", "Paris", "Paris"], "resp": ["x", "x", "Москва"]})
-    >>> frame.select(row_language(pl.col("lang"), pl.col("language"), pl.col("ref"),
-    ...                           pl.col("resp")).alias("lang"))["lang"].to_list()
-    ['zh', 'zh', 'ru']
+    >>> frame = pl.DataFrame({"r": ["Paris", "北京是首都", "東京はどこ", "Ça va, señor?"]})
+    >>> detect_language(frame, "r", "r").to_list()
+    ['en', 'zh', 'ja', 'en']
     """
-    return pl.coalesce(given_language(lang), given_language(language),
-                       detect_language(reference, response))
+    lazy = frame.lazy().with_columns(
+        _lang_in=pl.lit(None, pl.String), _language_in=pl.lit(None, pl.String)
+    )
+    for stage in language_stages("_lang_in", "_language_in", reference, response):
+        lazy = lazy.with_columns(**stage)
+    return lazy.collect()["_lang_in"].alias("lang")
 
 
 def is_latin(lang: pl.Expr) -> pl.Expr:
