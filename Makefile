@@ -65,6 +65,11 @@ BENCH_ARGS ?= --families --json out/bench/bench_whole.json --markdown out/bench/
 
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/bench_whole.py $(BENCH_ARGS)
+	@echo "== grounding: accuracy on labeled RGB claims per language, backend and rule; speed =="
+	$(BIN)/python bench/bench_grounding.py --json out/bench/grounding.json \
+		--markdown out/bench/grounding.md --speed-baseline 7067551 --speed-rows 3000
+	@echo "== multilingual: English-only run against the previous code, Chinese EM/F1 rows/s =="
+	$(BIN)/python bench/bench_multilingual.py --json out/bench/multilingual.json
 	@echo "== kernel-only benchmarks: metric expressions in one process (no CLI, I/O or statistics) =="
 	$(BIN)/python bench/bench_answer_metrics.py
 	$(BIN)/python bench/bench_lexical.py

@@ -33,12 +33,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -47,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from common import against_baseline, baseline_line  # noqa: E402
 from grounding_claims import labeled_claims, slice_claims  # noqa: E402
 
 from pipeline.config import BACKEND_TAU_SIM, DEFAULT_TAU_LEX, DEFAULT_TAU_SIM  # noqa: E402
@@ -141,46 +140,19 @@ def calibrate(claims: pl.DataFrame, backend: str) -> dict[str, dict[str, object]
     return out
 
 
-def speed(rows: int, baseline: str) -> dict[str, float]:
-    """Seconds of ``rag-eval evaluate`` (default metrics) on long RAG rows: this tree against
-    a worktree of ``baseline``; best of three alternating runs each, warm cache."""
+def speed(rows: int, baseline: str) -> dict[str, Any]:
+    """``rag-eval evaluate`` (default metrics) on long RAG rows: this tree against a worktree of
+    ``baseline``; best of three alternating runs each, warm cache (:func:`against_baseline`)."""
     from rag_long import rag_records
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data = work / "long.parquet"
         rag_records(rows).write_parquet(data)
-        tree = work / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree),
-                        baseline], check=True, capture_output=True)
-        try:
-            times: dict[str, list[float]] = {"current": [], "baseline": []}
-            cpu: dict[str, list[float]] = {"current": [], "baseline": []}
-            for attempt in range(4):
-                for name, where in (("baseline", tree), ("current", ROOT)):
-                    start = time.perf_counter()
-                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    subprocess.run(
-                        [sys.executable, "-m", "pipeline", "evaluate", "--input", str(data),
-                         "--out", str(work / f"out-{name}-{attempt}"), "--no-progress"],
-                        cwd=where, check=True, capture_output=True,
-                        env={"XDG_CACHE_HOME": str(work / "cache"), "PATH": "/usr/bin:/bin",
-                             "PYTHONPATH": str(where)},
-                    )
-                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    if attempt:  # the first round warms the embedding cache
-                        times[name].append(time.perf_counter() - start)
-                        cpu[name].append(after.ru_utime + after.ru_stime
-                                         - before.ru_utime - before.ru_stime)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                           check=False, capture_output=True)
-    current, base = min(times["current"]), min(times["baseline"])
-    current_cpu, base_cpu = min(cpu["current"]), min(cpu["baseline"])
-    return {"rows": rows, "current_s": current, "baseline_s": base,
-            "slowdown": current / base - 1.0, "baseline": baseline,
-            "current_cpu_s": current_cpu, "baseline_cpu_s": base_cpu,
-            "cpu_slowdown": current_cpu / base_cpu - 1.0}
+        result = against_baseline(
+            baseline, ["evaluate", "--input", str(data), "--no-progress"], work
+        )
+    return {"rows": rows, **result}
 
 
 def markdown(results: dict[str, object]) -> str:
@@ -206,11 +178,8 @@ def markdown(results: dict[str, object]) -> str:
             )
     if "speed" in results:
         s = results["speed"]
-        lines += ["", f"Default metric set, {s['rows']:,} long RAG rows, warm cache, best of 3: "
-                      f"{s['current_s']:.2f} s wall / {s['current_cpu_s']:.2f} CPU-s against "
-                      f"{s['baseline_s']:.2f} s / {s['baseline_cpu_s']:.2f} CPU-s at "
-                      f"{s['baseline']} ({s['slowdown'] * 100:+.1f} % wall, "
-                      f"{s['cpu_slowdown'] * 100:+.1f} % CPU)."]
+        lines += ["", baseline_line(f"Default metric set, {s['rows']:,} long RAG rows, warm "
+                                    "cache, best of 3", s)]
     return "\n".join(lines) + "\n"
 
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import resource
+import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 
 
 def peak_rss_mib() -> float:
@@ -80,3 +83,48 @@ with open(result, "w") as f:
     json.dump({"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
                "returncode": os.waitstatus_to_exitcode(status)}, f)
 """
+
+
+def against_baseline(baseline: str, args: Sequence[str], work: Path, rounds: int = 3,
+                     warm_up: bool = True) -> dict[str, Any]:
+    """``rag-eval ARGS --out OUT`` with this tree and with a git worktree of ``baseline``,
+    alternating, ``rounds`` times each (after one warm-up round that fills the embedding cache,
+    when ``warm_up``): the best wall seconds and CPU seconds (user + system of the child, steadier
+    on a busy machine) of each side, and the slowdown of this tree."""
+    tree = work / "baseline"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), baseline],
+                   check=True, capture_output=True)
+    wall: dict[str, list[float]] = {"current": [], "baseline": []}
+    cpu: dict[str, list[float]] = {"current": [], "baseline": []}
+    try:
+        for attempt in range(rounds + int(warm_up)):
+            for name, where in (("baseline", tree), ("current", ROOT)):
+                start = time.perf_counter()
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run(
+                    [sys.executable, "-m", "pipeline", *args,
+                     "--out", str(work / f"out-{name}-{attempt}")],
+                    cwd=where, check=True, capture_output=True,
+                    env={"XDG_CACHE_HOME": str(work / "cache"), "PATH": "/usr/bin:/bin",
+                         "PYTHONPATH": str(where)},
+                )
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                if attempt or not warm_up:
+                    wall[name].append(time.perf_counter() - start)
+                    cpu[name].append(after.ru_utime + after.ru_stime
+                                     - before.ru_utime - before.ru_stime)
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                       check=False, capture_output=True)
+    current, base = min(wall["current"]), min(wall["baseline"])
+    current_cpu, base_cpu = min(cpu["current"]), min(cpu["baseline"])
+    return {"current_s": current, "baseline_s": base, "slowdown": current / base - 1.0,
+            "baseline": baseline, "current_cpu_s": current_cpu, "baseline_cpu_s": base_cpu,
+            "cpu_slowdown": current_cpu / base_cpu - 1.0}
+
+
+def baseline_line(label: str, s: dict[str, Any]) -> str:
+    """One sentence of an :func:`against_baseline` result."""
+    return (f"{label}: {s['current_s']:.2f} s wall / {s['current_cpu_s']:.2f} CPU-s against "
+            f"{s['baseline_s']:.2f} s / {s['baseline_cpu_s']:.2f} CPU-s at {s['baseline']} "
+            f"({s['slowdown'] * 100:+.1f} % wall, {s['cpu_slowdown'] * 100:+.1f} % CPU).")

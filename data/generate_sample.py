@@ -1390,6 +1390,7 @@ def build_records(seed: int = DEFAULT_SEED) -> pl.DataFrame:
                     # RGB columns: these rows are not RGB rows (see data/sample/rgb/).
                     "task": None,
                     "language": None,
+                    "lang": None,
                     "answer_groups": None,
                     "counterfactual_answer": None,
                 }

@@ -597,17 +597,37 @@ FAITHFULNESS_NOTE = (
 def _print_headline(directory: Path) -> None:
     print()
     frames = query_views(directory, {"headline": "select * from headline order by model",
-                                     "rgb": "select * from rgb_summary order by model"})
+                                     "rgb": "select * from rgb_summary order by model",
+                                     "tokenless": "select * from tokenless_rows"})
     headline, rgb = frames["headline"], frames["rgb"]
     shown = _without_empty_columns(headline.drop("signature"), keep=("model",))
     _print_frame(shown, "table")
     if "faithfulness" in shown.columns:
         print(FAITHFULNESS_NOTE)
+    for note in tokenless_notes(frames["tokenless"]):
+        log.info("tokenless rows: %s", note)
+        print(note)
     for signature in headline["signature"].unique(maintain_order=True):
         print(f"signature: {signature}")
     if rgb.height:
         print("\nRGB robustness (%, docs/rgb.md):")
         _print_frame(rgb.drop("signature"), "table")
+
+
+def tokenless_notes(tokenless: pl.DataFrame) -> list[str]:
+    """One line per metric whose tokenizer found no token in some rows (view tokenless_rows).
+
+    >>> tokenless_notes(pl.DataFrame({"metric": ["rouge", "bleu"], "n_rows": [30, 30],
+    ...     "n_without_tokens": [23, 0], "n_reference_without_tokens": [20, 0],
+    ...     "n_response_without_tokens": [5, 0]}))
+    ['ROUGE: 23 of 30 rows without tokens (reference 20, response 5); scores 0 there']
+    """
+    return [
+        f"{row['metric'].upper()}: {row['n_without_tokens']} of {row['n_rows']} rows without "
+        f"tokens (reference {row['n_reference_without_tokens']}, response "
+        f"{row['n_response_without_tokens']}); scores 0 there"
+        for row in tokenless.iter_rows(named=True) if row["n_without_tokens"]
+    ]
 
 
 def _without_empty_columns(frame: pl.DataFrame, keep: Sequence[str] = ()) -> pl.DataFrame:

@@ -69,6 +69,25 @@ DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
     "unable to answer",
     "cannot be determined from",
     "no answer found",
+    # Chinese (Simplified, then Traditional): RGB's own instruction asks for
+    # "文档信息不足，因此我无法基于提供的文档回答该问题。"
+    "我不知道",
+    "不知道答案",
+    "无法回答",
+    "不能回答",
+    "无法基于提供的文档回答",
+    "无法根据提供的",
+    "信息不足",
+    "没有足够的信息",
+    "没有提到",
+    "没有提及",
+    "未提及",
+    "没有相关信息",
+    "找不到相关信息",
+    "無法回答",
+    "資訊不足",
+    "沒有提到",
+    "沒有足夠的資訊",
 )
 
 #: Reference text that marks a question as unanswerable from its contexts.

@@ -212,6 +212,14 @@ def prepare_inputs(
     )
 
 
+def with_language(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` with each record's ``lang`` set: given, else the RGB ``language``, else
+    detected from its script (:func:`pipeline.text.language.language_stages`)."""
+    for stage in language_stages("lang", "language", "reference", "response"):
+        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
+    return frame
+
+
 def score_frame(
     records: pl.DataFrame | pl.LazyFrame,
     config: Config,
@@ -231,8 +239,7 @@ def score_frame(
     if inputs is None:
         inputs = prepare_inputs(frame.collect(), config, specs)
     needed = {need for spec in specs for need in spec.needs}
-    for stage in language_stages("lang", "language", "reference", "response"):
-        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
+    frame = with_language(frame)
     for stage in intermediates(inputs, needed):
         frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
     for group in levels(specs):
@@ -340,9 +347,12 @@ class BatchScorer:
     def refresh(self, scored: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
         """Recompute the metrics ``names`` of rows that hold records *and* earlier scores.
 
-        Incremental runs use it for reused rows when the corpus statistics changed: the other
-        metric columns are kept and feed the recomputed ones that need them.
+        Incremental runs use it for every reused row (``lang`` is set as in scoring) and, when
+        the corpus statistics changed, to recompute: the other metric columns are kept and feed
+        the recomputed ones that need them.
         """
+        # A reused row's language is the record's, set again like a scored row's.
+        scored = with_language(scored.lazy()).collect().select(scored.columns)
         if not names:
             return scored
         stale = tuple(spec for spec in self.specs if spec.name in set(names))

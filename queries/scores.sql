@@ -22,6 +22,7 @@ contract as (
         cast(null as varchar) as question_type,
         cast(null as varchar) as task,
         cast(null as varchar) as language,
+        cast(null as varchar) as lang,
         cast(null as varchar) as source,
         cast(null as bigint) as row_number,
         -- registry: contract (one typed null per registered metric, in registry order)

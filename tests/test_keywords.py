@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -28,9 +29,22 @@ SYNONYMS = load_synonyms()
 
 
 # --- oracle: the module docstring's steps, one text at a time, simplemma called directly -----
+# Kana, CJK ideographs and Thai: runs of their letters are read as character bigrams.
+UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
+GRAMMAR = set("的了是在和也而或这那们吗呢吧啊么被のはがをにでとも")
+UNIT = re.compile(
+    rf"(?:(?=[{UNSPACED}])[^\W_])+"  # a run of letters of those scripts
+    rf"|[^\W_{UNSPACED}]+(?:'[^\W_{UNSPACED}]+)*"  # a word of the other scripts
+)
+
+
 def oracle_keywords(text: str, stop: frozenset[str] = STOP) -> list[str]:
     lemmas = []
-    for word in re.findall(r"[^\W_]+(?:'[^\W_]+)*", text.lower().replace("\u2019", "'")):
+    for word in UNIT.findall(text.lower().replace("\u2019", "'")):
+        if re.match(f"[{UNSPACED}]", word):
+            units = [word] if len(word) == 1 else [a + b for a, b in itertools.pairwise(word)]
+            lemmas += [u for u in units if u not in stop and not GRAMMAR & set(u)]
+            continue
         word = re.sub(r"'s$", "", word)
         lemma = simplemma.lemmatize(word, lang="en").lower()
         if word not in stop and lemma not in stop:
@@ -241,6 +255,8 @@ VOCABULARY = [
     "The", "the", "cars", "car", "automobile", "bought", "purchase", "doctor's", "physicians",
     "isn't", "Don’t", "it's", "state-of-the-art", "running", "ran", "1990", "5G", "café",
     "O'Brien", "ones", "was", "big", "LARGE", "children", "snake_case", "'quoted'", "x-ray",
+    "法国", "的", "首都是巴黎", "巴黎", "東京は日本の首都です", "コーヒー", "ไทย", "Tokyo东京",
+    "京", "和", "１２", "Москва", "[1]", "。", "・",
 ]
 # fmt: on
 SEPARATORS = [" ", ", ", ". ", "-", "\n", "! ", "'", ""]
@@ -263,3 +279,53 @@ def test_equals_oracle(pairs):
 @given(st.lists(texts, min_size=1, max_size=8))
 def test_identity_scores_one(batch):
     assert coverage(batch, batch) == [1.0] * len(batch)
+
+
+
+# --- scripts written without spaces: character bigrams ---------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("法国的首都是巴黎[1]。", ["法国", "首都", "巴黎", "1"]),
+        ("巴黎", ["巴黎"]),
+        ("京", ["京"]),
+        ("的", []),
+        ("中华人民共和国", ["中华", "华人", "人民", "民共"]),
+        ("東京は日本の首都です", ["東京", "日本", "首都"]),
+        ("コーヒーを飲む", ["コー", "ーヒ", "ヒー", "飲む"]),
+        ("กรุงเทพ ไทย", ["กร", "รุ", "ุง", "งเ", "เท", "ทพ", "ไท", "ทย"]),
+        ("Tokyo东京's cars", ["tokyo", "东京", "s", "car"]),  # no possessive after a run
+        ("東京・大阪、京都。", ["東京", "大阪", "京都"]),
+        ("Москва и Париж", ["москва", "и", "париж"]),  # English stopwords only
+    ],
+)
+def test_character_bigrams(text, expected):
+    assert frame(t=[text]).select(keywords(pl.col("t"))).item().to_list() == expected
+
+
+def test_chinese_coverage():
+    responses = ["法国的首都是巴黎[1]。", "巴黎是法国首都。", "首都是柏林。", "巴黎"]
+    references = ["巴黎", "法国的首都是巴黎", "法国的首都是巴黎", "的了"]
+    assert coverage(responses, references) == [1.0, 1.0, 1 / 3, 1.0]
+    assert coverage(responses, references) == [
+        oracle_coverage(r, g, SYNONYMS) for r, g in zip(responses, references, strict=True)]
+
+
+def test_chinese_keyword_overlap():
+    out = frame(q=["法国的首都是哪里？"], r=["法国的首都是巴黎。"]).select(
+        keyword_overlap(keywords(pl.col("q")), keywords(pl.col("r")))
+    )
+    assert out.item() == 2 / 3  # 法国, 首都 of 法国, 首都, 哪里
+
+
+def test_stopwords_apply_to_bigrams():
+    out = frame(t=["我去北京"]).select(keywords(pl.col("t"), stopwords=frozenset({"北京"})))
+    assert out.item().to_list() == ["我去", "去北"]
+
+
+def test_english_keywords_are_unchanged_by_the_bigrams():
+    """Texts without kana, CJK ideographs or Thai keep their keywords (golden rows above)."""
+    texts = ["The children's cars were bought in 1990.", "Café naïve Ωmega, state-of-the-art."]
+    out = frame(t=texts).select(keywords(pl.col("t"))).to_series()
+    assert [k.to_list() for k in out] == [
+        ["child", "car", "buy", "1990"], ["café", "naïve", "ωmega", "state", "art"]]

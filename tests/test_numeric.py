@@ -19,9 +19,14 @@ GOLDEN = Path(__file__).parent / "golden" / "numeric_rules.jsonl"
 # --- oracle: the module docstring's rules, with look-behind instead of \B and Decimal values --
 DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"
 PERCENT = re.compile(r"([0-9])\s*(?:[%\uff05\ufe6a]|per\s*cent\b)", re.IGNORECASE)
+FULLWIDTH = str.maketrans("０１２３４５６７８９．，＋", "0123456789.,+")
+# Kana, CJK ideographs and Thai: written without spaces, they never glue a number.
+UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
+# Not after a word character, except one of those scripts.
+STARTS = rf"(?<![^\W{UNSPACED}])"
 NUMBER = re.compile(
-    rf"(?<!\w)(?:([{DASHES}+])(?=\.?[0-9]))?"
-    r"((?<!\w)[0-9]+(?:,[0-9]+)*(?:\.[0-9]+)?|(?<!\w)\.[0-9]+)(%?)"
+    rf"{STARTS}(?:([{DASHES}+])(?=\.?[0-9]))?"
+    rf"({STARTS}[0-9]+(?:,[0-9]+)*(?:\.[0-9]+)?|{STARTS}\.[0-9]+)(%?)"
 )
 WELL_FORMED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 
@@ -32,7 +37,7 @@ def canonical(value: Decimal) -> str:
 
 def oracle_numbers(text: str) -> list[str]:
     found = []
-    for match in NUMBER.finditer(PERCENT.sub(r"\1%", text)):
+    for match in NUMBER.finditer(PERCENT.sub(r"\1%", text.translate(FULLWIDTH))):
         sign, digits, percent = match.groups()
         pieces = [digits.replace(",", "")] if WELL_FORMED.fullmatch(digits) else digits.split(",")
         for k, piece in enumerate(pieces):
@@ -93,6 +98,22 @@ def test_golden_rows_match_expected_and_oracle():
         ("1,000,000 and 1000000", ["1000000"]),
         ("12,34", ["12", "34"]),
         ("1,234,5678", ["1", "234", "5678"]),
+        # Fullwidth forms fold to ASCII; unspaced scripts separate numbers.
+        ("１２３", ["123"]),
+        ("１，２３４．５０％", ["1234.5%"]),
+        ("３．５ and 3.5", ["3.5"]),
+        ("＋５ and －５", ["5", "-5"]),
+        ("１，２", ["1", "2"]),
+        ("共有70个议席，经2016年9月4日的选举产生", ["70", "2016", "9", "4"]),
+        ("第3名", ["3"]),
+        ("气温为-5度", ["-5"]),
+        ("增长了.5倍", ["0.5"]),
+        ("价格是３．５元", ["3.5"]),
+        ("東京は1400万人", ["1400"]),
+        ("ราคา5บาท", ["5"]),
+        ("ー5", ["5"]),
+        ("covid19 北京19", ["19"]),
+        ("Москва19 и 19", ["19"]),
     ],
 )
 def test_edge_cases(text, expected):
@@ -115,6 +136,8 @@ PIECES = [
     *"0123456789", "0", "00", "1,234", ",", ".", " ", "-", "+", "\u2212", "\u2013", "%",
     "\uff05", " percent", " per cent", "Per Cent", "x", "e", "_", "é", "(", ")", "km", "\n",
     "percentage", "covid", "1,2", "3.50", "\t",
+    "０", "１２", "．", "，", "＋", "％", "东", "第", "月", "ー", "・", "ไ", "๕", "。", "д",
+    "\u3099",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 
@@ -135,3 +158,16 @@ def test_equals_oracle(pairs):
 @given(st.lists(texts, min_size=1, max_size=10))
 def test_identity_scores_one(batch):
     assert score(batch, batch)["score"].to_list() == [1.0] * len(batch)
+
+
+def test_english_rows_are_unchanged_by_the_folding():
+    """Texts without fullwidth forms or unspaced scripts are read as before the folding."""
+    text = pl.lit("From 1,200.50 to −3.0 (45 per cent) in 2010-2015, covid-19 and x–5")
+    assert pl.select(numbers(text)).item().to_list() == [
+        "1200.5", "-3", "45%", "2010", "2015", "19", "5"]
+
+
+def test_chinese_accuracy():
+    out = score(["香港立法会共有７０个议席[1]。", "共有170个议席", "第五任"],
+                ["70个议席", "70", "5"])
+    assert out["score"].to_list() == [1.0, 0.0, 0.0]

@@ -43,7 +43,8 @@ COUNTERFACTUAL = "counterfactual_robustness"
 _SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
     "noise_level": pl.Float64(), "question_type": pl.String(), "task": pl.String(),
-    "language": pl.String(), "source": pl.String(), "row_number": pl.Int64(),
+    "language": pl.String(), "lang": pl.String(), "source": pl.String(),
+    "row_number": pl.Int64(),
     "rgb_correct": pl.Int8(), "rejected": pl.Int8(), "rejection_phrase": pl.String(),
     "error_detected": pl.Int8(), "error_corrected": pl.Int8(), "signature": pl.String(),
 }

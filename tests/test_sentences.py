@@ -64,3 +64,55 @@ _SENTENCE = st.tuples(
 @given(st.lists(_SENTENCE, min_size=1, max_size=6), st.sampled_from([" ", "  ", "\n", " \n "]))
 def test_written_sentences_come_back(sentences, gap):
     assert split([gap.join(sentences)]) == [sentences]
+
+
+# --- CJK: terminals end sentences without whitespace (rule 2) ---------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("北京是首都[1]。上海很大[2]。", ["北京是首都[1]。", "上海很大[2]。"]),
+        ("北京是首都。[1]上海很大。[2][3]", ["北京是首都。[1]", "上海很大。[2][3]"]),
+        ("北京是首都。 [1, 2] 上海很大", ["北京是首都。 [1, 2]", "上海很大"]),
+        ("真的吗？！不是。", ["真的吗？！", "不是。"]),
+        ("他说：“好！”[3]然后走了。", ["他说：“好！”[3]", "然后走了。"]),
+        ("「行こう。」と言った。", ["「行こう。」", "と言った。"]),
+        ("（注意！）下一个【重要。】再见", ["（注意！）", "下一个【重要。】", "再见"]),
+        ("東京は首都です｡大阪は大きい｡", ["東京は首都です｡", "大阪は大きい｡"]),
+        # The fullwidth full stop ends a sentence, but not as a decimal point.
+        ("これはペンである．それは本である．", ["これはペンである．", "それは本である．"]),
+        ("価格は３．５円です。次", ["価格は３．５円です。", "次"]),
+        ("第1．2节", ["第1．2节"]),
+        ("数字3.5。下一句", ["数字3.5。", "下一句"]),
+        ("Paris is big。 It is old.", ["Paris is big。", "It is old."]),
+        ("北京是首都。\n上海很大", ["北京是首都。", "上海很大"]),
+        # ASCII terminals still need whitespace and a capital, digit or opener after them.
+        ("Yes!北京。", ["Yes!北京。"]),
+        ("。。。", ["。。。"]),
+    ],
+)
+def test_cjk_terminals(text, expected):
+    assert split([text]) == [expected]
+
+
+_HAN = st.text(alphabet="北京上海首都是很大的东", min_size=1, max_size=6)
+_CJK_SENTENCE = st.tuples(
+    _HAN,
+    st.sampled_from(["", "[1]", "[2][3]", "[1, 2]"]),
+    st.sampled_from(["。", "！", "？", "？！", "．", "｡"]),
+    st.sampled_from(["", "」", "”", "）", "】"]),
+    st.sampled_from(["", "[1]", " [4]"]),
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_CJK_SENTENCE, min_size=1, max_size=6), st.sampled_from(["", " ", "\n"]))
+def test_cjk_sentences_come_back_without_spaces(sentences, gap):
+    assert split([gap.join(sentences)]) == [sentences]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("北a3.。！？．｡」”[]1 \n０")), max_size=60))
+def test_no_character_lost_in_cjk_text(text):
+    [pieces] = split([text])
+    assert all(p and p == p.strip() for p in pieces)
+    assert re.sub(r"\s", "", "".join(pieces)) == re.sub(r"\s", "", text)

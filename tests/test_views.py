@@ -50,7 +50,8 @@ STAGING = {"scores", "rejected", "intervals", "model_comparison", "runs"}
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
     "noise_level": pl.Float64(), "question_type": pl.String(), "task": pl.String(),
-    "language": pl.String(), "source": pl.String(), "row_number": pl.Int64(),
+    "language": pl.String(), "lang": pl.String(), "source": pl.String(),
+    "row_number": pl.Int64(),
     **{name: spec.dtype for name, spec in REGISTRY.items()},
     "signature": pl.String(),
 }

@@ -17,7 +17,7 @@ from pipeline.metrics.lexical import bleu, framework_tfidf, keywords, numeric, r
 from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE
-from pipeline.text.rouge_tokenize import rouge_tokens
+from pipeline.text.rouge_tokenize import rouge_tokens_for
 from pipeline.text.tokenize import punctuation_deleted_words
 from pipeline.text.tokenize_sacrebleu import bleu_tokens
 
@@ -49,8 +49,10 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
             columns[_ROUGE[0]] = punctuation_deleted_words(response)
             columns[_ROUGE[1]] = punctuation_deleted_words(pl.col("reference"))
         else:
-            columns[_ROUGE[0]] = rouge_tokens(response, stem=stem)
-            columns[_ROUGE[1]] = rouge_tokens(pl.col("reference"), stem=stem)
+            tokenizer = inputs.config.rouge_tokenizer
+            columns[_ROUGE[0]] = rouge_tokens_for(response, tokenizer, pl.col("lang"), stem)
+            columns[_ROUGE[1]] = rouge_tokens_for(pl.col("reference"), tokenizer,
+                                                  pl.col("lang"), stem)
     if "_bleu_tokens" in needed:
         tokenize = inputs.config.bleu_tokenize
         columns[_BLEU[0]] = bleu_tokens(response, tokenize, pl.col("lang"))
@@ -180,7 +182,8 @@ def _rouge_f(name: str, overlap: str, n_pred: str, n_ref: str, label: str) -> Me
         name, "lexical",
         lambda _: rouge.rouge_fmeasure(pl.col(overlap), pl.col(n_pred), pl.col(n_ref)),
         pl.Float64(),
-        f"{label} F-measure, equal to rouge-score (use_stemmer per config; preset "
+        f"{label} F-measure, equal to rouge-score (use_stemmer per config; [lexical] "
+        "rouge_tokenizer: auto reads non-Latin rows with the unicode tokenizer; preset "
         "enhanced-framework: on its punctuation-deleted words).",
         needs=(overlap, n_pred, n_ref),
     )

@@ -12,6 +12,20 @@ package.
 Stemming is the one place with per-word Python: each distinct token of a batch is stemmed once
 and the word -> stem mapping is cached in a module-level dict for the life of the process (it grows
 with the vocabulary seen); rows are then mapped with polars.
+
+That tokenizer keeps only ``[a-z0-9]``, so Chinese, Russian or Thai text has no tokens and scores 0
+even against itself. :func:`unicode_rouge_tokens` is the tokenizer for those scripts, meant to be
+handed to ``RougeScorer(..., tokenizer=T)`` as an object whose ``tokenize(text)`` is::
+
+    re.findall("[<C>]|[^\\W_<C>]+", text.lower())
+
+where ``<C>`` (:data:`CHARACTER_TOKEN_RANGES`) is kana, the CJK ideographs (with extension A and
+the compatibility block) and Thai: each such character is one token, since those scripts put no
+spaces between words; in every other script a token is a maximal run of letters and digits
+(``str.isalnum()``, underscore excluded). No stemming: ``RougeScorer`` ignores ``use_stemmer`` when
+it is given a tokenizer. :func:`rouge_tokens_for` picks a tokenizer by name (:data:`TOKENIZERS`);
+``"auto"`` keeps the package's tokenizer on Latin-script rows and uses the Unicode one on the
+others.
 """
 
 from __future__ import annotations
@@ -22,6 +36,9 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from pipeline.config import ROUGE_TOKENIZERS
+from pipeline.text.charclasses import word_class
+from pipeline.text.language import UNDETERMINED, is_latin
 from pipeline.text.normalize import python_lower
 
 if TYPE_CHECKING:
@@ -32,6 +49,18 @@ _VALID_TOKEN = "^[a-z0-9]+$"
 _VALID_STEM = re.compile(_TOKEN)
 # Only tokens longer than this are stemmed (``len(x) > 3`` in ``rouge_score.tokenize``).
 _MAX_UNSTEMMED_LENGTH = 3
+
+#: Code point ranges whose characters are each one token of :func:`unicode_rouge_tokens`: kana
+#: (U+3040-U+30FF), CJK extension A (U+3400-U+4DBF), CJK unified ideographs (U+4E00-U+9FFF), CJK
+#: compatibility ideographs (U+F900-U+FAFF) and Thai (U+0E00-U+0E7F), as ``(first, last)``.
+CHARACTER_TOKEN_RANGES: tuple[tuple[int, int], ...] = (
+    (0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x0E00, 0x0E7F),
+)
+#: A letter or digit of a script other than Latin (``Common`` and ``Inherited`` characters, such as
+#: ASCII digits and combining accents, belong to every script): a text holding one is not Latin.
+NON_LATIN_CHARACTER = r"[[\p{L}\p{N}]--[\p{Latin}\p{Common}\p{Inherited}]]"
+#: Tokenizer names of :func:`rouge_tokens_for` (``[lexical] rouge_tokenizer``).
+TOKENIZERS: tuple[str, ...] = ROUGE_TOKENIZERS
 
 #: Word -> Porter stem, filled lazily; shared by every batch of the process.
 _STEMS: dict[str, str] = {}
@@ -79,3 +108,89 @@ def rouge_tokens(text: pl.Expr, *, stem: bool = False) -> pl.Expr:
     if not stem:
         return tokens
     return tokens.map_batches(_stem_lists, return_dtype=pl.List(pl.String), is_elementwise=True)
+
+
+def character_token_class() -> str:
+    """Class body (polars' regex syntax) of :data:`CHARACTER_TOKEN_RANGES`: the characters of
+    the scripts written without spaces between words."""
+    return "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in CHARACTER_TOKEN_RANGES)
+
+
+def _ranges(regex_escape: bool) -> str:
+    if regex_escape:
+        return character_token_class()
+    return "".join(f"{chr(a)}-{chr(b)}" for a, b in CHARACTER_TOKEN_RANGES)
+
+
+#: The Unicode tokenizer's pattern for Python's ``re`` (the reference the tests compare with).
+UNICODE_TOKEN_PATTERN = f"[{_ranges(False)}]|[^\\W_{_ranges(False)}]+"
+
+
+@cache
+def _unicode_pattern() -> str:
+    """:data:`UNICODE_TOKEN_PATTERN` for polars' regex engine: Rust's ``\\w`` differs from
+    CPython's at the margins, so the word class is CPython's own (:func:`word_class`)."""
+    ranges = _ranges(True)
+    return f"[{ranges}]|[[{word_class()}]--[_{ranges}]]+"
+
+
+def unicode_rouge_tokens(text: pl.Expr) -> pl.Expr:
+    """``re.findall(UNICODE_TOKEN_PATTERN, text.lower())`` as ``List[String]``; null stays null.
+
+    Kana, CJK ideographs and Thai (:data:`CHARACTER_TOKEN_RANGES`) give one token per character;
+    other scripts give maximal runs of ``str.isalnum()`` characters. Lowercasing and the word
+    class are the running CPython's, so the tokens equal ``re``'s exactly.
+
+    >>> import polars as pl
+    >>> pl.select(unicode_rouge_tokens(pl.lit("东京 is Tokyo; Москва_2!"))).item().to_list()
+    ['东', '京', 'is', 'tokyo', 'москва', '2']
+    """
+    return python_lower(text).str.extract_all(_unicode_pattern())
+
+
+def _latin_text(text: pl.Expr) -> pl.Expr:
+    """False where ``text`` holds a :data:`NON_LATIN_CHARACTER`; ASCII rows skip the regex."""
+    wide = pl.when(text.str.len_bytes() != text.str.len_chars()).then(text)
+    return ~wide.str.contains(NON_LATIN_CHARACTER).fill_null(False)
+
+
+def rouge_tokens_for(
+    text: pl.Expr, tokenizer: str = "auto", lang: pl.Expr | None = None, stem: bool = False
+) -> pl.Expr:
+    """ROUGE tokens of ``text`` (``List[String]``) by the tokenizer named ``tokenizer``.
+
+    * ``"rouge-score"``: :func:`rouge_tokens` (the package's tokenizer, ``stem`` applies);
+    * ``"unicode"``: :func:`unicode_rouge_tokens` (``stem`` is ignored, as ``RougeScorer`` does
+      with a custom tokenizer);
+    * ``"auto"``: ``"rouge-score"`` on Latin-script rows, ``"unicode"`` on the others. A row is
+      Latin-script when ``lang`` (the row's language, :mod:`pipeline.text.language`) is a
+      Latin-script code (:func:`~pipeline.text.language.is_latin`: ``en``, ``und``, codes of no
+      other detected script); without ``lang``, or where it is null or ``und`` (a row with no
+      letter of a script that module detects, such as Georgian or Tamil), when the text holds no
+      letter or digit of another script (:data:`NON_LATIN_CHARACTER`). Pass the row's one
+      ``lang`` so that response and reference get the same tokenizer. Latin rows are tokenized
+      exactly as by :func:`rouge_tokens` and never run the Unicode tokenizer (its input is null
+      on them), so an English column costs what :func:`rouge_tokens` costs.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"t": ["The Cats!", "东京 Cats"], "lang": ["en", "zh"]})
+    >>> frame.select(rouge_tokens_for(pl.col("t"), "auto", pl.col("lang"))).to_series().to_list()
+    [['the', 'cats'], ['东', '京', 'cats']]
+    """
+    if tokenizer == "rouge-score":
+        return rouge_tokens(text, stem=stem)
+    if tokenizer == "unicode":
+        return unicode_rouge_tokens(text)
+    if tokenizer != "auto":
+        raise ValueError(f"unknown ROUGE tokenizer {tokenizer!r}: use one of {TOKENIZERS}")
+    if lang is None:
+        latin = _latin_text(text)
+    else:  # the text's script decides where lang is null or undetermined only
+        by_text = lang.is_null() | (lang == UNDETERMINED)
+        latin = pl.when(by_text).then(_latin_text(pl.when(by_text).then(text)))
+        latin = latin.otherwise(is_latin(lang))
+    # The package's tokenizer runs on the whole column (masking its input cost more than its
+    # work on the other rows); the Unicode one sees the other rows only.
+    return pl.when(latin).then(rouge_tokens(text, stem=stem)).otherwise(
+        unicode_rouge_tokens(pl.when(latin).then(None).otherwise(text))
+    )

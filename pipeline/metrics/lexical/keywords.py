@@ -10,14 +10,32 @@ Keywords of a text (:func:`keywords`), in this order:
    apostrophe between two such runs stays inside the word ("don't", "o'brien"). Hyphens,
    underscores and all other characters separate words ("state-of-the-art" -> state, of, the,
    art). A final possessive 's is removed ("Einstein's" -> einstein). Digit runs are words.
-4. Words in the stopword list are dropped.
+   Chinese, Japanese and Thai put no spaces between words, so the letters of those scripts
+   (kana, CJK ideographs and Thai: :data:`~pipeline.text.rouge_tokenize.CHARACTER_TOKEN_RANGES`)
+   are read apart: a run of them gives its **character bigrams**, each pair of adjacent
+   characters (code points), in order ("巴黎是首都" -> 巴黎, 黎是, 是首, 首都 before step 4),
+   and a one-character run is its own keyword ("Tokyo东京" -> tokyo, 东京). Bigrams are what CJK
+   search engines index without a dictionary (Lucene's ``CJKBigramFilter``): they find
+   two-character words, the most common length, without segmenting, and a longer word is
+   found through all its bigrams. Single characters would match far too much.
+4. Words in the stopword list are dropped; so are bigrams and lone characters that are in it
+   or hold one of :data:`GRAMMAR_CHARACTERS`, particles that are almost never part of a
+   content word (的 了 是 在 和 ..., Japanese の は が を ...): "法国的首都是巴黎" keeps 法国,
+   首都, 巴黎 and drops 国的, 的首, 都是, 是巴, which a correct answer worded differently
+   would not contain.
 5. Each remaining word is lemmatized with simplemma (English) and the lemma lowercased
    ("cars" -> car, "bought" -> buy); a word whose lemma is a stopword is dropped too
-   ("was" -> be).
+   ("was" -> be). Bigrams are kept as they are.
 6. Distinct keywords, in order of first occurrence.
 
-Steps 1-3 and 6 are polars expressions (phrases and words are one regex alternation, phrases
-first). Steps 4-5 (with the possessive strip) run in Python once per *distinct word* of a
+Text without characters of those scripts gives the keywords it gave before they were split;
+"法国的首都是巴黎" used to be a single keyword, so a reference "巴黎" was not covered by it. A
+synonym member of those scripts is found when it is one bigram (two characters) or one lone
+character.
+
+Steps 1-3 and 6 are polars expressions (phrases, character runs and words are one regex
+alternation, phrases first; runs become bigrams by list expressions, in batches that have
+runs only). Steps 4-5 (with the possessive strip) run in Python once per *distinct word* of a
 batch, never per row: each distinct word's keyword (or null for a stopword) is computed, its
 lemma taken from the module-level cache ``_LEMMAS`` (filled on first sight by
 ``simplemma.lemmatize``), and the lists are mapped with ``replace_strict`` inside one
@@ -78,6 +96,7 @@ from pipeline.metrics.common import safe_div
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, bundled_file, read_text
 from pipeline.text import wordnet
 from pipeline.text.charclasses import space_class
+from pipeline.text.rouge_tokenize import CHARACTER_TOKEN_RANGES, character_token_class
 from pipeline.text.tokenize import punctuation_deleted_text, punctuation_deleted_words
 
 LEMMA_LANGUAGE = "en"
@@ -91,6 +110,22 @@ FRAMEWORK_SYNONYM_LIMIT = 20
 FRAMEWORK_STOPWORDS_FILE = bundled_file(STOPWORDS_FILE, "enhanced-framework")
 
 _WORD = r"[\p{L}\p{M}\p{N}]+(?:'[\p{L}\p{M}\p{N}]+)*"
+_LETTER = r"[\p{L}\p{M}\p{N}]"
+#: A run of letters of the scripts written without spaces (read as character bigrams).
+_CHARACTER_RUN = rf"[{_LETTER}&&[{character_token_class()}]]+"
+_SPACED_LETTER = rf"[{_LETTER}--[{character_token_class()}]]"
+#: A keyword unit: a character run, or a word of the other scripts.
+_UNIT = rf"{_CHARACTER_RUN}|{_SPACED_LETTER}+(?:'{_SPACED_LETTER}+)*"
+#: Whether a unit is (made of) characters of those scripts: it starts with one.
+_IS_CHARACTERS = re.compile("^[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CHARACTER_TOKEN_RANGES)
+                            + "]")
+#: Chinese and Japanese particles: a bigram or lone character holding one is not a keyword.
+#: Narrower than the grounding rule's list (:data:`pipeline.text.evidence.FUNCTION_CHARACTERS`,
+#: bigrams it merely does not require), since a dropped bigram is never compared: characters
+#: that also build common content words (都 in 首都, 地 in 地球, 得 in 获得, 及 in 埃及, 与 in
+#: 参与) are left out.
+GRAMMAR_CHARACTERS = "的了是在和也而或这那们吗呢吧啊么被" + "のはがをにでとも"
+_GRAMMAR = frozenset(GRAMMAR_CHARACTERS)
 _FILE_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _FILE_PHRASE = re.compile(r"[^\W_]+(?:'[^\W_]+)*(?: [^\W_]+(?:'[^\W_]+)*)+")
 #: Joins the synonyms that make the concept of a member of several groups.
@@ -258,6 +293,8 @@ def _keyword(word: str, stopwords: frozenset[str]) -> str | None:
     removed); a phrase is its own keyword."""
     if " " in word:
         return word
+    if _IS_CHARACTERS.match(word):  # a bigram or a lone character: not lemmatized
+        return None if word in stopwords or not _GRAMMAR.isdisjoint(word) else word
     if word.endswith("'s"):
         word = word[:-2]
     if word in stopwords:
@@ -270,9 +307,32 @@ def _lemmatize_lists(words: pl.Series, stopwords: frozenset[str]) -> pl.Series:
     """Keywords of a ``List[String]`` column of words (steps 4-5, without the distinct step).
 
     Python runs once per distinct word of the batch (:func:`_keyword`); the lists are mapped by
-    polars with ``replace_strict`` (stopwords map to null and are dropped).
+    polars with ``replace_strict`` (stopwords map to null and are dropped). Character runs are
+    first replaced by their bigrams (:func:`_with_bigrams`).
     """
-    vocabulary = words.explode(empty_as_null=False, keep_nulls=False).unique().to_list()
+    vocabulary = words.explode(empty_as_null=False, keep_nulls=False).unique()
+    if vocabulary.str.contains(f"^{_CHARACTER_RUN}$").any():
+        words = _with_bigrams(words)
+        vocabulary = words.explode(empty_as_null=False, keep_nulls=False).unique()
+    return _mapped(words, vocabulary.to_list(), stopwords)
+
+
+def _with_bigrams(words: pl.Series) -> pl.Series:
+    """Lists of units with each character run of two or more characters replaced, in place,
+    by its character bigrams in order (list expressions over the whole batch)."""
+    element = pl.element()
+    is_run = element.str.contains(f"^{_CHARACTER_RUN}$") & (element.str.len_chars() > 1)
+    run = pl.when(is_run).then(element)  # null for the other units: not split
+    pairs = run.str.split("").list.eval(pl.element() + pl.element().shift(-1))
+    bigrams = pairs.list.drop_nulls().list.join(_SEPARATOR)
+    joined = words.list.eval(pl.coalesce(bigrams, element)).list.join(_SEPARATOR)
+    split = joined.str.split(_SEPARATOR).list.eval(element.filter(element != ""))
+    # Null rows stay null (a null list joins to null and splits to null).
+    return split.rename(words.name)
+
+
+def _mapped(words: pl.Series, vocabulary: list[str], stopwords: frozenset[str]) -> pl.Series:
+    """The lists of ``words`` with each unit replaced by its keyword, stopwords dropped."""
     lemmas = [_keyword(word, stopwords) for word in vocabulary]
     mapping = pl.element().replace_strict(
         pl.Series(vocabulary, dtype=pl.String), pl.Series(lemmas, dtype=pl.String)
@@ -290,16 +350,17 @@ def keyword_words(text: pl.Expr) -> pl.Expr:
 
 
 def phrase_pattern(phrases: Sequence[str]) -> str:
-    """The word regex with ``phrases`` tried first, as whole words, any whitespace between them.
+    """The regex of keyword units (character runs and words, step 3) with ``phrases`` tried
+    first, as whole words, any whitespace between them.
 
     >>> print(phrase_pattern(["solar energy"]).split("|")[0])
     \\b(?:solar\\s+energy)\\b
     """
     if not phrases:
-        return _WORD
+        return _UNIT
     ordered = _longest_first(phrases)
     alternatives = (r"\s+".join(re.escape(word) for word in p.split()) for p in ordered)
-    return rf"\b(?:{'|'.join(alternatives)})\b|{_WORD}"
+    return rf"\b(?:{'|'.join(alternatives)})\b|{_UNIT}"
 
 
 def keywords(
@@ -316,6 +377,8 @@ def keywords(
     >>> text = pl.lit("Plants turn Solar  Energy into sugar.")
     >>> pl.select(keywords(text, phrases=["solar energy"])).item().to_list()
     ['plant', 'turn', 'solar energy', 'sugar']
+    >>> pl.select(keywords(pl.lit("法国的首都是巴黎。"))).item().to_list()
+    ['法国', '首都', '巴黎']
     """
     stop = load_stopwords() if stopwords is None else frozenset(stopwords)
     found = _lowered(text).str.extract_all(phrase_pattern(phrases))

@@ -3,7 +3,14 @@
 :func:`numbers` extracts the distinct numbers of a text in a canonical spelling;
 :func:`numeric_accuracy` compares the sets. All of it is regex and list expressions.
 
-What counts as a number (ASCII digits ``0-9`` only):
+Fullwidth forms are folded first: the digits ``０-９`` become ``0-9`` and ``．`` ``，`` ``＋``
+become ``.`` ``,`` ``+`` ("１，２３４．５" is 1234.5); the fullwidth minus and percent are already
+known below. Chinese, Japanese and Thai are written without spaces, so a character of those scripts
+(:data:`~pipeline.text.rouge_tokenize.CHARACTER_TOKEN_RANGES`: kana, CJK ideographs, Thai) counts
+as a separator, never as a letter a number is glued to: "共有70个议席" has 70, "第3名" 3,
+"1月3日" 1 and 3, "气温为-5度" -5. Texts with neither are read exactly as before.
+
+What counts as a number (ASCII digits ``0-9``, after that folding):
 
 * A run of digits that starts a word: it is not preceded by a letter, digit or underscore.
   Digits glued after letters are part of an identifier and are *not* numbers ("covid19",
@@ -40,6 +47,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.metrics.common import share_found
+from pipeline.text.rouge_tokenize import character_token_class
 
 _DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"
 _PERCENT = r"(?i)([0-9])\s*(?:[%\uff05\ufe6a]|per\s*cent\b)"
@@ -50,6 +58,20 @@ _MINUS = rf"\B[{_DASHES}](\.?[0-9])"
 _PLUS = r"\B\+(\.?[0-9])"
 _RAW = r"(?:\B-)?(?:\b[0-9]+(?:,[0-9]+)*(?:\.[0-9]+)?|\B\.[0-9]+)%?"
 _WELL_FORMED = r"^-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?%?$"
+#: Fullwidth digits, full stop, comma and plus sign, and their ASCII forms.
+_FULLWIDTH = [*(chr(0xFF10 + d) for d in range(10)), "\uff0e", "\uff0c", "\uff0b"]
+_ASCII = [*(str(d) for d in range(10)), ".", ",", "+"]
+# A space after a character of the scripts written without spaces, before what may start a
+# number: the digits (or the sign, or ".5") then start a word.
+_UNSPACED = rf"([{character_token_class()}])([0-9.+{_DASHES}])"
+
+
+def _folded(text: pl.Expr) -> pl.Expr:
+    """``text`` with fullwidth forms folded and a space after the characters of unspaced
+    scripts before a number; ASCII rows are passed through untouched (and unscanned)."""
+    wide = pl.when(text.str.len_bytes() != text.str.len_chars()).then(text)
+    spaced = wide.str.replace_many(_FULLWIDTH, _ASCII).str.replace_all(_UNSPACED, "${1} ${2}")
+    return pl.coalesce(spaced, text)
 
 
 def _canonical(number: pl.Expr) -> pl.Expr:
@@ -70,9 +92,11 @@ def numbers(text: pl.Expr) -> pl.Expr:
     >>> text = pl.lit("From 1,200.50 to −3.0 (45 per cent) in 2010-2015")
     >>> pl.select(numbers(text)).item().to_list()
     ['1200.5', '-3', '45%', '2010', '2015']
+    >>> pl.select(numbers(pl.lit("第六届共有70个议席，增长３．５％"))).item().to_list()
+    ['70', '3.5%']
     """
     marked = (
-        text.str.replace_all(_PERCENT, "${1}%")
+        _folded(text).str.replace_all(_PERCENT, "${1}%")
         .str.replace_all(_MINUS, "-${1}")
         .str.replace_all(_PLUS, " ${1}")
     )
