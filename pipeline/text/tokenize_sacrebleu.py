@@ -220,14 +220,15 @@ TOKENIZERS: dict[str, Callable[[pl.Expr], pl.Expr]] = {
 # --- per row ---------------------------------------------------------------------------------
 
 
-def _broadcast(text: pl.Series, lang: pl.Series) -> tuple[pl.Series, pl.Series]:
-    if len(text) == 1 and len(lang) != 1:
-        text = text.new_from_index(0, len(lang))
-    elif len(lang) == 1 and len(text) != 1:
-        lang = lang.new_from_index(0, len(text))
-    if len(text) != len(lang):
-        raise ValueError(f"input columns differ in length: {len(text)} != {len(lang)}")
-    return text, lang
+def broadcast_pair(left: pl.Series, right: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """Two input columns of a batch function at one length (a literal arrives as one row)."""
+    if len(left) == 1 and len(right) != 1:
+        left = left.new_from_index(0, len(right))
+    elif len(right) == 1 and len(left) != 1:
+        right = right.new_from_index(0, len(left))
+    if len(left) != len(right):
+        raise ValueError(f"input columns differ in length: {len(left)} != {len(right)}")
+    return left, right
 
 
 def _tokenized(texts: pl.Series, name: str) -> pl.Series:
@@ -237,7 +238,7 @@ def _tokenized(texts: pl.Series, name: str) -> pl.Series:
 def _auto_batch(series: Sequence[pl.Series]) -> pl.Series:
     """The tokens of each row by the tokenizer of its language; each tokenizer sees only its
     rows (gathered, tokenized, put back in order), so a batch without such rows is 13a alone."""
-    text, lang = _broadcast(*series)
+    text, lang = broadcast_pair(*series)
     text, lang = text.cast(pl.String), lang.cast(pl.String)
     if not lang.is_in(list(AUTO_TOKENIZE)).any():
         return _tokenized(text, "13a")

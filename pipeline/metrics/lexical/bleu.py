@@ -42,6 +42,7 @@ import polars as pl
 from pipeline.text.normalize import python_lower
 from pipeline.text.tokenize import whitespace_tokens
 from pipeline.text.tokenize_13a import tokens_13a
+from pipeline.text.tokenize_sacrebleu import broadcast_pair
 
 MAX_ORDER = 4
 #: ``sacrebleu.utils.my_log(0.0)``.
@@ -122,18 +123,6 @@ def _clipped(codes: np.ndarray, lists: np.ndarray, card: int, rows: int) -> np.n
     return np.bincount(gram[paired] // card, weights=clipped, minlength=rows).astype(np.int64)
 
 
-def _broadcast(series: Sequence[pl.Series]) -> tuple[pl.Series, pl.Series]:
-    """The two input columns at one length (a literal arrives as a single row)."""
-    hyp, ref = series
-    if len(hyp) == 1 and len(ref) != 1:
-        hyp = hyp.new_from_index(0, len(ref))
-    elif len(ref) == 1 and len(hyp) != 1:
-        ref = ref.new_from_index(0, len(hyp))
-    if len(hyp) != len(ref):
-        raise ValueError(f"input columns differ in length: {len(hyp)} != {len(ref)}")
-    return hyp, ref
-
-
 def _match_counts(hyp: pl.Series, ref: pl.Series, orders: Sequence[int]) -> dict[str, pl.Series]:
     """``matches_n`` (Int64, null where a side is null) for each n of ``orders``."""
     rows = len(hyp)
@@ -147,7 +136,7 @@ def _match_counts(hyp: pl.Series, ref: pl.Series, orders: Sequence[int]) -> dict
 
 
 def _matches_struct(series: Sequence[pl.Series], max_order: int) -> pl.Series:
-    counts = _match_counts(*_broadcast(series), range(1, max_order + 1))
+    counts = _match_counts(*broadcast_pair(*series), range(1, max_order + 1))
     return pl.DataFrame(counts).to_struct("matches")
 
 
@@ -338,7 +327,7 @@ def _score_batch(
     score: Callable[[Mapping[str, pl.Expr]], pl.Expr],
 ) -> pl.Series:
     """Tokens, statistics and score of one batch, each materialized once."""
-    hyp, ref = _broadcast(series)
+    hyp, ref = broadcast_pair(*series)
     texts = pl.DataFrame([hyp.alias("hyp"), ref.alias("ref")])
     tokens = texts.select(hyp=tokenize(pl.col("hyp")), ref=tokenize(pl.col("ref")))
     stats = _statistics_frame(tokens["hyp"], tokens["ref"])
