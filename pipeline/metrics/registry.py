@@ -23,7 +23,7 @@ from pipeline.metrics.composite import composite_specs
 from pipeline.metrics.qa import abstention, answer, answer_mlqa, citation, usage
 from pipeline.metrics.robustness import rgb_specs
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, candidate
-from pipeline.text.language import is_latin
+from pipeline.text.language import LATIN
 from pipeline.text.normalize import lower_collapse
 from pipeline.text.tokenize import squad_tokens
 
@@ -126,7 +126,7 @@ def _squad_rows(config: Config) -> pl.Expr | None:
         return None
     if config.answer_scorer == "mlqa":
         return pl.lit(False)
-    return is_latin(pl.col("lang"))
+    return pl.col(LATIN)
 
 
 def _answer_em(inputs: Inputs) -> pl.Expr:

@@ -35,6 +35,9 @@ SCRIPT_LANGUAGES: tuple[tuple[str, str], ...] = (
     ("Hebrew", "he"),
     ("Latin", "en"),
 )
+#: Helper column of :func:`language_stages`: whether the row's language is read with the
+#: English tokenizers under ``auto`` (:func:`is_latin`), computed once per row.
+LATIN = "_lang_latin"
 #: The code of a row without letters.
 UNDETERMINED = "und"
 
@@ -61,7 +64,7 @@ def language_stages(lang: str, language: str, reference: str, response: str
 
     Stages, so that the script counts are computed once per row and only on the rows that need
     them (no code given, some non-ASCII text); the ``_lang_*`` helper columns are left for the
-    caller to drop.
+    caller to drop, :data:`LATIN` among them for the metrics that choose a tokenizer by it.
 
     >>> frame = pl.DataFrame({"lang": ["ZH", None, None, None, None, None, None],
     ...                       "language": [None, "zh-CN", None, None, None, None, None],
@@ -98,6 +101,7 @@ def language_stages(lang: str, language: str, reference: str, response: str
              for scripts, _ in SCRIPT_LANGUAGES]
         ))},
         {lang: pl.coalesce(pl.col("_lang_given"), detected)},
+        {LATIN: is_latin(pl.col(lang))},
     ]
 
 

@@ -244,7 +244,7 @@ def mlqa_tokens(text: pl.Expr, lang: str | pl.Expr) -> pl.Expr:
     """``normalize_answer(text, lang).split()`` of the MLQA script (``List[String]``).
 
     ``lang`` is one code for every row or an expression with one code per row (ISO 639-1,
-    lowercase, without region: ``pipeline.text.language.row_language`` gives those). Codes
+    lowercase, without region: ``pipeline.text.language.language_stages`` gives those). Codes
     outside :data:`MLQA_LANGUAGES`, and null, take the extension of the module docstring. A null
     text gives null.
 
