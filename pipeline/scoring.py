@@ -80,9 +80,10 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
         for name, dtype in RECORD_SCHEMA.items()
     )
     two_64 = pl.lit(2**64, dtype=pl.UInt128)
-    without_lang = polars_hash.hash_rows(pl.exclude("lang"), version=ROW_ENCODING)
-    with_lang = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
-    encoded = pl.when(pl.col("lang").is_null()).then(without_lang).otherwise(with_lang)
+    encoded: pl.Expr = polars_hash.hash_rows(pl.exclude("lang"), version=ROW_ENCODING)
+    if content["lang"].is_not_null().any():  # else one encoding, not two, per row
+        with_lang = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
+        encoded = pl.when(pl.col("lang").is_null()).then(encoded).otherwise(with_lang)
     halves = content.select(
         cast(polars_hash.HExpr, encoded).nchash.xxh3_128().alias("hash")
     ).select(

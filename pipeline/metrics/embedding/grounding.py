@@ -305,15 +305,22 @@ def claim_evidence(pairs: pl.DataFrame) -> pl.DataFrame:
     [([], ['Tampa, Florida'], [], 0.3333333333333333), ([], [], ['梁振英'], 0.0)]
     """
     question = pl.col("question").fill_null("")
+    # A passage or question is cited by several sentences: each distinct text is read once.
+    texts = pl.concat([pairs.select(pl.col("passage").alias("text")),
+                       pairs.select(question.alias("text"))]).unique()
+    read = texts.select(
+        "text", evidence.words(pl.col("text")).alias("w"),
+        evidence.numbers(pl.col("text")).alias("n"),
+    )
     units = pairs.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
         evidence.content_words(pl.col("claim")).alias("cw"),
         evidence.numbers(pl.col("claim")).list.unique(maintain_order=True).alias("cn"),
-        evidence.words(pl.col("passage")).alias("pw"),
-        evidence.numbers(pl.col("passage")).alias("pn"),
-        evidence.words(question).alias("qw"),
-        evidence.numbers(question).alias("qn"),
-    )
+        pl.col("passage"), question.alias("question"),
+    ).join(read.rename({"text": "passage", "w": "pw", "n": "pn"}), on="passage", how="left",
+           maintain_order="left"
+    ).join(read.rename({"text": "question", "w": "qw", "n": "qn"}), on="question", how="left",
+           maintain_order="left").drop("passage", "question")
     bigrams = _bigrams(pairs)
     units = units.join(
         bigrams.group_by("_pair").agg(pl.col("bigram").unique(maintain_order=True).alias("cb")),
@@ -326,34 +333,37 @@ def claim_evidence(pairs: pl.DataFrame) -> pl.DataFrame:
     question_text = pl.when(with_bigrams).then(
         pairs["question"].fill_null("").str.to_lowercase()
     )
+    # Per kind of unit (words, bigrams, numbers): the claim's units, those new to the question,
+    # those of them missing from the passage, and all its units found in the passage.
     found = units.select(
-        "_pair", "cw", "cb", "cn",
-        pl.col("cw").list.set_intersection("pw").alias("fw_p"),
-        pl.col("cw").list.set_intersection("qw").alias("fw_q"),
-        evidence.found(passage_text, pl.col("cb")).fill_null(empty).alias("fb_p"),
-        evidence.found(question_text, pl.col("cb")).fill_null(empty).alias("fb_q"),
-        pl.col("cn").list.set_intersection("pn").alias("fn_p"),
-        pl.col("cn").list.set_intersection("qn").alias("fn_q"),
+        "_pair",
+        pl.col("cw").list.set_difference("qw").alias("w_new"),
+        pl.col("cn").list.set_difference("qn").alias("n_new"),
+        pl.col("cb").list.set_difference(
+            evidence.found(question_text, pl.col("cb")).fill_null(empty)
+        ).alias("b_new"),
+        pl.col("cw").list.set_intersection("pw").list.len().alias("w_all"),
+        pl.col("cn").list.set_intersection("pn").list.len().alias("n_all"),
+        evidence.found(passage_text, pl.col("cb")).fill_null(empty).alias("b_found"),
+        (pl.col("cw").list.len() + pl.col("cb").list.len() + pl.col("cn").list.len())
+        .alias("n_units"),
+        "pw", "pn",
+    ).with_columns(
+        pl.col("w_new").list.set_difference("pw").alias("_miss_w"),
+        pl.col("n_new").list.set_difference("pn").alias("missing_numbers"),
+        pl.col("b_new").list.set_difference("b_found").alias("_miss_b"),
     )
-    kinds = (("cw", "fw_p", "fw_q"), ("cb", "fb_p", "fb_q"), ("cn", "fn_p", "fn_q"))
-    n_new = pl.sum_horizontal(pl.col(c).list.set_difference(q).list.len() for c, _, q in kinds)
-    n_new_found = pl.sum_horizontal(
-        pl.col(c).list.set_difference(q).list.set_intersection(p).list.len() for c, p, q in kinds
+    n_new = pl.sum_horizontal(pl.col(c).list.len() for c in ("w_new", "n_new", "b_new"))
+    n_missing = pl.sum_horizontal(
+        pl.col(c).list.len() for c in ("_miss_w", "missing_numbers", "_miss_b")
     )
-    n_all = pl.sum_horizontal(pl.col(c).list.len() for c, _, _ in kinds)
-    n_all_found = pl.sum_horizontal(pl.col(p).list.len() for _, p, _ in kinds)
+    n_all_found = pl.col("w_all") + pl.col("n_all") + pl.col("b_found").list.len()
     coverage = (
-        pl.when(n_new > 0).then(n_new_found / n_new)
-        .when(n_all > 0).then(n_all_found / n_all)
+        pl.when(n_new > 0).then((n_new - n_missing) / n_new)
+        .when(pl.col("n_units") > 0).then(n_all_found / pl.col("n_units"))
         .otherwise(1.0)
     )
-    missing = {c: pl.col(c).list.set_difference(p).list.set_difference(q) for c, p, q in kinds}
-    found = found.with_columns(
-        coverage.cast(pl.Float64).alias("coverage"),
-        missing["cw"].alias("_miss_w"),
-        missing["cb"].alias("_miss_b"),
-        missing["cn"].alias("missing_numbers"),
-    )
+    found = found.with_columns(coverage.cast(pl.Float64).alias("coverage"))
     return (
         found.select("_pair", "missing_numbers", "coverage")
         .join(_missing_entities(pairs, found), on="_pair", how="left", maintain_order="left")
