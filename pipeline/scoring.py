@@ -28,7 +28,7 @@ import functools
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
@@ -52,7 +52,7 @@ from pipeline.metrics.registry import (
 from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
-from pipeline.text.language import language_stages
+from pipeline.text.language import LATIN, UNDETERMINED, language_stages
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +213,24 @@ def prepare_inputs(
     )
 
 
+def _has_auto_rules(config: Config) -> bool:
+    return "auto" in (config.answer_scorer, config.rouge_tokenizer, config.bleu_tokenize)
+
+
+def latin_rules(config: Config) -> Config:
+    """``config`` with each ``auto`` text rule replaced by what ``auto`` does on Latin-script
+    rows (SQuAD v2, rouge-score's tokenizer, 13a): for a batch whose every row is Latin, the
+    same scores without the per-row choice (the signature stays ``config``'s)."""
+    return replace(
+        config,
+        answer_scorer="squad-v2" if config.answer_scorer == "auto" else config.answer_scorer,
+        rouge_tokenizer=(
+            "rouge-score" if config.rouge_tokenizer == "auto" else config.rouge_tokenizer
+        ),
+        bleu_tokenize="13a" if config.bleu_tokenize == "auto" else config.bleu_tokenize,
+    )
+
+
 def with_language(frame: pl.LazyFrame) -> pl.LazyFrame:
     """``frame`` with each record's ``lang`` set: given, else the RGB ``language``, else
     detected from its script (:func:`pipeline.text.language.language_stages`)."""
@@ -241,6 +259,13 @@ def score_frame(
         inputs = prepare_inputs(frame.collect(), config, specs)
     needed = {need for spec in specs for need in spec.needs}
     frame = with_language(frame)
+    if isinstance(records, pl.DataFrame) and _has_auto_rules(config):
+        frame = frame.collect().lazy()
+        # An undetermined row with non-ASCII text may hold a script detection does not name,
+        # which the ROUGE tokenizer's auto reads by its text: no shortcut for such a batch.
+        unread = (pl.col("lang") == UNDETERMINED) & pl.col("_lang_wide").is_not_null()
+        if frame.select((pl.col(LATIN) & ~unread.fill_null(False)).all()).collect().item():
+            inputs = replace(inputs, config=latin_rules(config))
     for stage in intermediates(inputs, needed):
         frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
     for group in levels(specs):

@@ -110,3 +110,34 @@ def test_tokenless_rows_are_counted_and_printed(tmp_path: Path,
     tokenless = run_query(out, "select metric, n_without_tokens from tokenless_rows "
                                "order by metric")
     assert tokenless.rows() == [("bleu", 0), ("rouge", 3)]
+
+
+def test_latin_batches_take_the_shortcut_with_the_same_scores() -> None:
+    """A batch whose every row is Latin is scored with the Latin rules directly; the scores
+    equal those of the per-row choice, and a batch with an undetected script keeps it."""
+    from pipeline.config import Config
+    from pipeline.schema import PROVENANCE_SCHEMA, RECORD_SCHEMA
+    from pipeline.scoring import latin_rules, score_frame
+
+    rows = [("Paris", "The capital is Paris [1]."), ("Berlin", "Berlin, of course."),
+            ("ქუთაისი", "ქუთაისი"), ("12", "12 €")]
+    frame = pl.DataFrame({"id": ["a", "b", "c", "d"], "question": ["q"] * 4,
+                          "reference": [r for r, _ in rows], "response": [p for _, p in rows]})
+    schema = {**RECORD_SCHEMA, **PROVENANCE_SCHEMA}
+    frame = frame.with_columns(
+        [pl.lit(None, dtype=d).alias(c) for c, d in schema.items() if c not in frame.columns]
+    ).with_columns(source=pl.lit("s"), row_number=pl.int_range(pl.len(), dtype=pl.Int64))
+    metrics = ("answer_f1", "rouge_1", "bleu")
+    auto = Config(metrics=metrics)
+    latin = latin_rules(auto)
+    assert (latin.answer_scorer, latin.rouge_tokenizer, latin.bleu_tokenize) == (
+        "squad-v2", "rouge-score", "13a")
+    both = score_frame(frame.head(2), auto).collect()
+    assert both.drop("signature").equals(score_frame(frame.head(2), latin).collect()
+                                         .drop("signature"))
+    assert both["signature"].unique().to_list() == [auto.signature()]
+    # Georgian is no detected script ("und"): ROUGE's auto still reads it, batch or not.
+    mixed = score_frame(frame, auto).collect()
+    assert mixed["lang"].to_list() == ["en", "en", "und", "und"]
+    assert mixed["rouge_1"][2] == 1.0
+    assert mixed.head(2).drop("signature").equals(both.drop("signature"))

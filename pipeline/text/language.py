@@ -76,16 +76,22 @@ def language_stages(lang: str, language: str, reference: str, response: str
     ['zh', 'zh', 'ru', 'ja', 'ko', 'und', 'en']
     """
     given = pl.coalesce(given_language(pl.col(lang)), given_language(pl.col(language)))
-    text = pl.concat_str([pl.col(c).fill_null("") for c in (reference, response)], separator=" ")
-    to_detect = pl.when(given.is_null()).then(text)
+    texts = [pl.col(c) for c in (reference, response)]
+    # Only rows without a code and with some non-ASCII text are read for their script; the
+    # others are "en" when they hold an ASCII letter, else undetermined.
+    wide_rows = given.is_null() & pl.any_horizontal(
+        t.str.contains(r"[^\x00-\x7F]").fill_null(False) for t in texts
+    )
+    to_detect = pl.concat_str([pl.when(wide_rows).then(t.fill_null("")) for t in texts],
+                              separator=" ")
+    ascii_letter = pl.any_horizontal(t.str.contains(r"[A-Za-z]").fill_null(False) for t in texts)
     counts = pl.col("_lang_counts")
     codes = [code for _, code in SCRIPT_LANGUAGES]
     # The first script with most letters (arg_max takes the first maximum).
     best = counts.list.arg_max().replace_strict(dict(enumerate(codes)), return_dtype=pl.String)
     detected = (
         pl.when(counts.is_null()).then(
-            pl.when(pl.col("_lang_text").str.contains(r"[A-Za-z]")).then(pl.lit("en"))
-            .otherwise(pl.lit(UNDETERMINED))
+            pl.when(pl.col("_lang_ascii")).then(pl.lit("en")).otherwise(pl.lit(UNDETERMINED))
         )
         .when(counts.list.max() == 0).then(pl.lit(UNDETERMINED))
         .when((best == "zh") & (counts.list.get(1) > 0)).then(pl.lit("ja"))  # Han with kana
@@ -93,9 +99,8 @@ def language_stages(lang: str, language: str, reference: str, response: str
     )
     wide = pl.col("_lang_wide")
     return [
-        {"_lang_given": given, "_lang_text": to_detect},
-        {"_lang_wide": pl.when(pl.col("_lang_text").str.contains(r"[^\x00-\x7F]"))
-         .then(pl.col("_lang_text"))},
+        {"_lang_given": given, "_lang_wide": to_detect,
+         "_lang_ascii": pl.when(given.is_null()).then(ascii_letter)},
         {"_lang_counts": pl.when(wide.is_not_null()).then(pl.concat_list(
             [wide.str.count_matches(_class(scripts)).fill_null(0)
              for scripts, _ in SCRIPT_LANGUAGES]
