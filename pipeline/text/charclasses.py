@@ -64,6 +64,27 @@ def _escape(cp: int) -> str:
     return f"\\x{{{cp:x}}}"
 
 
+def ranges_class(starts: np.ndarray, ends: np.ndarray) -> str:
+    """Regex class body (without brackets) of the code point ranges ``starts[i]..ends[i]``."""
+    return "".join(
+        _escape(int(a)) if a == b else f"{_escape(int(a))}-{_escape(int(b))}"
+        for a, b in zip(starts, ends, strict=True)
+    )
+
+
+def points_class(points: np.ndarray) -> str:
+    """Regex class body of a sorted array of distinct code points, as runs (for Rust regex).
+
+    >>> body = points_class(np.array([65, 66, 67, 70]))
+    >>> pl.select(pl.lit("ABCDEF").str.replace_all(f"[{body}]", "")).item()
+    'DE'
+    """
+    if not len(points):
+        return ""
+    breaks = np.flatnonzero(np.diff(points) != 1)
+    return ranges_class(np.r_[points[0], points[breaks + 1]], np.r_[points[breaks], points[-1]])
+
+
 def _class_body(pattern: str) -> str:
     """Regex class body (without brackets) of the runs of code points that CPython's ``re``
     matches with ``pattern`` (a class followed by ``+``).

@@ -47,7 +47,14 @@ from functools import cache
 import numpy as np
 import polars as pl
 
-from pipeline.text.charclasses import _code_points, _escape, _stored, space_class, word_class
+from pipeline.text.charclasses import (
+    _code_points,
+    _stored,
+    points_class,
+    ranges_class,
+    space_class,
+    word_class,
+)
 from pipeline.text.normalize import python_lower
 
 #: The languages of the official script.
@@ -92,24 +99,6 @@ SPACELESS_RANGES: tuple[tuple[int, int], ...] = (
 _OTHER = "other"
 
 
-def _ranges_class(starts: np.ndarray, ends: np.ndarray) -> str:
-    return "".join(
-        _escape(int(a)) if a == b else f"{_escape(int(a))}-{_escape(int(b))}"
-        for a, b in zip(starts, ends, strict=True)
-    )
-
-
-def _runs(points: np.ndarray, member: np.ndarray) -> str:
-    """Class body of the code points ``points[member]`` (``points`` ascending)."""
-    chosen = points[member]
-    if chosen.size == 0:
-        return ""
-    breaks = np.flatnonzero(np.diff(chosen) != 1)
-    starts = np.r_[chosen[0], chosen[breaks + 1]]
-    ends = np.r_[chosen[breaks], chosen[-1]]
-    return _ranges_class(starts, ends)
-
-
 def _derive_punctuation_class() -> str:
     points, text = _code_points()
     # One category look-up per code point, once (then cached on disk).
@@ -117,7 +106,7 @@ def _derive_punctuation_class() -> str:
         (unicodedata.category(ch).startswith("P") for ch in text), dtype=bool, count=len(text)
     )
     member |= np.isin(points, [ord(ch) for ch in string.punctuation])
-    return _runs(points, member)
+    return points_class(points[member])
 
 
 @cache
@@ -136,7 +125,7 @@ def spaceless_class() -> str:
     """Class body of :data:`SPACELESS_RANGES`."""
     starts = np.array([a for a, _ in SPACELESS_RANGES])
     ends = np.array([b for _, b in SPACELESS_RANGES])
-    return _ranges_class(starts, ends)
+    return ranges_class(starts, ends)
 
 
 @cache
@@ -144,7 +133,7 @@ def spaceless_mark_class() -> str:
     """Class body of the combining marks (category ``M*``) inside :data:`SPACELESS_RANGES`."""
     points = np.concatenate([np.arange(a, b + 1) for a, b in SPACELESS_RANGES])
     member = np.array([unicodedata.category(chr(p)).startswith("M") for p in points], dtype=bool)
-    return _runs(points, member)
+    return points_class(points[member])
 
 
 def remove_punctuation(text: pl.Expr) -> pl.Expr:

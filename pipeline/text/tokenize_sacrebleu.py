@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 import regex  # sacrebleu's engine for ``intl``; installed with nltk
 
-from pipeline.text.charclasses import _code_points, _escape, _stored, space_class
+from pipeline.text.charclasses import _code_points, _stored, points_class, space_class
 from pipeline.text.tokenize import whitespace_tokens
 from pipeline.text.tokenize_13a import (
     _PUNCTUATION,
@@ -77,19 +77,6 @@ _CHINESE_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-def _ranges_body(points: np.ndarray) -> str:
-    """Regex class body of a sorted array of distinct code points."""
-    if not len(points):
-        return ""
-    breaks = np.flatnonzero(np.diff(points) != 1)
-    starts = np.r_[points[0], points[breaks + 1]]
-    ends = np.r_[points[breaks], points[-1]]
-    return "".join(
-        _escape(int(a)) if a == b else f"{_escape(int(a))}-{_escape(int(b))}"
-        for a, b in zip(starts, ends, strict=True)
-    )
-
-
 def _chinese_points() -> np.ndarray:
     return np.unique(np.concatenate([np.arange(a, b + 1) for a, b in _CHINESE_RANGES]))
 
@@ -97,7 +84,7 @@ def _chinese_points() -> np.ndarray:
 @cache
 def chinese_class() -> str:
     """Class body of the characters ``TokenizerZh._is_chinese_char`` holds for."""
-    return _ranges_body(_chinese_points())
+    return points_class(_chinese_points())
 
 
 @cache
@@ -106,13 +93,13 @@ def _chinese_nonspace_class() -> str:
     padding those with spaces makes no token."""
     points = _chinese_points()
     keep = np.array([not chr(int(cp)).isspace() for cp in points])
-    return _ranges_body(points[keep])
+    return points_class(points[keep])
 
 
 def _regex_property_body(prop: str) -> str:
     points, text = _code_points()
     runs = [np.arange(m.start(), m.end()) for m in regex.finditer(rf"\p{{{prop}}}+", text)]
-    return _ranges_body(points[np.concatenate(runs)])
+    return points_class(points[np.concatenate(runs)])
 
 
 @cache
