@@ -46,7 +46,7 @@ from pipeline.schema import RECORD_SCHEMA
 
 #: Phrases whose presence marks a response as an abstention (matched case-insensitively after
 #: folding curly quotes and collapsing whitespace; see ``pipeline.metrics.qa.abstention``).
-DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
+ENGLISH_ABSTENTION_PHRASES: tuple[str, ...] = (
     "i don't know",
     "i do not know",
     "i don't have enough information",
@@ -69,8 +69,10 @@ DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
     "unable to answer",
     "cannot be determined from",
     "no answer found",
-    # Chinese (Simplified, then Traditional): RGB's own instruction asks for
-    # "文档信息不足，因此我无法基于提供的文档回答该问题。"
+)
+#: Chinese abstention phrases (Simplified, then Traditional); RGB's own instruction asks for
+#: "文档信息不足，因此我无法基于提供的文档回答该问题。".
+CHINESE_ABSTENTION_PHRASES: tuple[str, ...] = (
     "我不知道",
     "不知道答案",
     "无法回答",
@@ -88,6 +90,11 @@ DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
     "資訊不足",
     "沒有提到",
     "沒有足夠的資訊",
+)
+#: The default list: English and Chinese. A compat preset left at it uses the English phrases
+#: alone, as the tool it reproduces did.
+DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
+    ENGLISH_ABSTENTION_PHRASES + CHINESE_ABSTENTION_PHRASES
 )
 
 #: Reference text that marks a question as unanswerable from its contexts.
@@ -265,6 +272,8 @@ class Config:
         if empty:
             raise ConfigError(f"the column mapping gives no file column for {empty}")
         self._check_labels()
+        if self.compat_preset and self.abstention_phrases == DEFAULT_ABSTENTION_PHRASES:
+            object.__setattr__(self, "abstention_phrases", ENGLISH_ABSTENTION_PHRASES)
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
         if (self.compat_preset == "enhanced-framework"
