@@ -171,3 +171,11 @@ def test_chinese_accuracy():
     out = score(["香港立法会共有７０个议席[1]。", "共有170个议席", "第五任"],
                 ["70个议席", "70", "5"])
     assert out["score"].to_list() == [1.0, 0.0, 0.0]
+
+
+def test_per_cent_ends_where_python_sees_a_word_boundary():
+    # U+3099 (a combining voiced sound mark) is no word character to CPython's re, but is one to
+    # Rust's \b: "per cent" still ends there, as the oracle says (a case hypothesis found).
+    assert score([None], ["0 percent\u3099"])["numbers"].to_list() == [["0%"]]
+    assert oracle_numbers("0 percent\u3099") == ["0%"]
+    assert score([None], ["5 percentage"])["numbers"].to_list() == [["5"]]

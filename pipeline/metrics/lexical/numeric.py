@@ -47,10 +47,13 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.metrics.common import share_found
+from pipeline.text.charclasses import word_class
 from pipeline.text.rouge_tokenize import character_token_class
 
 _DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"
-_PERCENT = r"(?i)([0-9])\s*(?:[%\uff05\ufe6a]|per\s*cent\b)"
+# "per cent" ends at a character CPython's ``re`` does not count as a word character (Rust's
+# ``\b`` also counts combining marks such as U+3099): that character is kept (group 2).
+_PERCENT = rf"(?i)([0-9])\s*(?:[%\uff05\ufe6a]|per\s*cent(?:$|([^{word_class()}])))"
 # A sign directly before the digits (or ".5") when the character before it is not a word
 # character; ``\B`` before a non-word character means exactly that (no look-behind needed).
 # A plus sign becomes a space, so a dash before it ("-+5") is not taken for the sign.
@@ -96,7 +99,7 @@ def numbers(text: pl.Expr) -> pl.Expr:
     ['70', '3.5%']
     """
     marked = (
-        _folded(text).str.replace_all(_PERCENT, "${1}%")
+        _folded(text).str.replace_all(_PERCENT, "${1}%${2}")
         .str.replace_all(_MINUS, "-${1}")
         .str.replace_all(_PLUS, " ${1}")
     )
