@@ -43,6 +43,8 @@ ITEM_DROP: Mapping[str, float] = MappingProxyType(
 )
 #: Default gate: a model's mean may not fall by more than this, with the interval below zero.
 DEFAULT_MAX_DROP: Mapping[str, float] = MappingProxyType({"answer_f1": 0.02, "answer_em": 0.02})
+#: Signature parts of user-defined metrics: ``metric.NAME:KIND.DIRECTION.IDENTITY``.
+USER_PART = "metric."
 #: Files ``write_comparison`` writes.
 DELTAS_FILE = "deltas.parquet"
 REGRESSED_FILE = "regressed_items.parquet"
@@ -87,20 +89,59 @@ def _components(signature: str) -> dict[str, str]:
     return {key: value for key, _, value in pairs}
 
 
+def _user_definitions(components: list[dict[str, str]]) -> dict[str, set[str]]:
+    """The definitions of each user-defined metric (``metric.NAME`` parts) in signatures."""
+    found: dict[str, set[str]] = {}
+    for parts in components:
+        for key, value in parts.items():
+            if key.startswith(USER_PART):
+                found.setdefault(key[len(USER_PART):], set()).add(value)
+    return found
+
+
+def user_metric_note(comps_a: list[dict[str, str]], comps_b: list[dict[str, str]]) -> str | None:
+    """A warning naming the user-defined metrics both runs have but defined differently (their
+    deltas compare two definitions), or None.
+
+    >>> user_metric_note([{"metric.has_url": "flag.none.sql-1"}],
+    ...                  [{"metric.has_url": "flag.none.sql-2"}])
+    'user-defined metric(s) defined differently in the two runs: has_url (flag.none.sql-1 vs flag.none.sql-2)'
+    """
+    defs_a, defs_b = _user_definitions(comps_a), _user_definitions(comps_b)
+    differing = [
+        f"{name} ({', '.join(sorted(defs_a[name]))} vs {', '.join(sorted(defs_b[name]))})"
+        for name in sorted(set(defs_a) & set(defs_b)) if defs_a[name] != defs_b[name]
+    ]
+    if not differing:
+        return None
+    return ("user-defined metric(s) defined differently in the two runs: "
+            + "; ".join(differing))
+
+
 def check_signatures(a: pl.DataFrame, b: pl.DataFrame, *, force: bool) -> str | None:
-    """Raise when the runs' settings differ (beyond the version); a note when only it differs."""
+    """Raise when the runs' settings differ (beyond the version and the user-defined metrics);
+    a note when only those differ (a user metric defined differently is warned about: the
+    built-in metrics stay comparable)."""
     sig_a = sorted(a["signature"].drop_nulls().unique().to_list())
     sig_b = sorted(b["signature"].drop_nulls().unique().to_list())
     if sig_a == sig_b:
         return None
     comps_a = [_components(s) for s in sig_a]
     comps_b = [_components(s) for s in sig_b]
+    user_note = user_metric_note(comps_a, comps_b)
+    if user_note:
+        log.warning("%s", user_note)
+    comps_a = [{k: v for k, v in c.items() if not k.startswith(USER_PART)} for c in comps_a]
+    comps_b = [{k: v for k, v in c.items() if not k.startswith(USER_PART)} for c in comps_b]
     settings_a = sorted(str(sorted((k, v) for k, v in c.items() if k != "v")) for c in comps_a)
     settings_b = sorted(str(sorted((k, v) for k, v in c.items() if k != "v")) for c in comps_b)
     if settings_a == settings_b:
+        versions_a = {c.get("v") for c in comps_a}
+        if versions_a == {c.get("v") for c in comps_b}:
+            return user_note  # only user-defined metrics differ (added, removed or redefined)
         note = f"package versions differ: {sig_a} vs {sig_b}"
         log.warning(note)
-        return note
+        return f"{user_note}; {note}" if user_note else note
     keys = sorted({k for c in (*comps_a, *comps_b) for k in c})
     differing = []
     for key in keys:

@@ -11,11 +11,13 @@ schema and :mod:`pipeline.rules` (docs/architecture.md).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
+import re
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from importlib.metadata import version
@@ -186,6 +188,90 @@ class ConfigError(ValueError):
     """The configuration file or a flag is invalid."""
 
 
+#: Kinds a user-defined metric may declare (:data:`pipeline.metrics.spec.Kind`).
+USER_METRIC_KINDS: tuple[str, ...] = ("score", "flag", "count", "label", "list")
+#: A metric name: a plain SQL column name of lowercase letters, digits and ``_``.
+METRIC_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class UserMetricDef:
+    """The definition of a user-defined metric (docs/custom-metrics.md), as a run records it.
+
+    Exactly one of ``sql`` (a SQL expression over the record's columns and other metrics, from
+    ``[metrics.NAME]`` of the config) and ``module`` + ``function`` (a function decorated with
+    ``@pipeline.metric``, imported by name on every worker) is set. ``version`` is the declared
+    version or, left out, a hash of the function's source: with the SQL text it makes
+    :attr:`identity`, which enters the signature, so a changed definition never reuses rows.
+    """
+
+    name: str
+    kind: str
+    description: str = ""
+    sql: str | None = None
+    module: str | None = None
+    function: str | None = None
+    version: str | None = None
+    higher_is_better: bool | None = None
+    lower: float | None = None
+    upper: float | None = None
+    #: ``needs`` of a Python metric: the columns and metrics its function receives.
+    needs: tuple[str, ...] = ()
+    #: A Python metric whose function maps Series to a Series (``batch=True``).
+    batch: bool = False
+
+    def __post_init__(self) -> None:
+        where = f"metric {self.name!r}"
+        if not METRIC_NAME.fullmatch(self.name):
+            raise ConfigError(
+                f"{where}: a metric name is lowercase letters, digits and '_', starting with a "
+                "letter (it becomes a SQL column)"
+            )
+        if self.kind not in USER_METRIC_KINDS:
+            raise ConfigError(
+                f"{where}: kind {self.kind!r} is unknown: use one of {', '.join(USER_METRIC_KINDS)}"
+            )
+        if (self.sql is None) == (self.module is None or self.function is None):
+            raise ConfigError(f"{where}: give either sql or a Python module and function")
+        if self.sql is not None and not self.sql.strip():
+            raise ConfigError(f"{where}: sql is empty")
+        for bound in (self.lower, self.upper):
+            if bound is not None and not math.isfinite(bound):
+                raise ConfigError(f"{where}: the range bounds must be finite numbers")
+        if self.lower is not None and self.upper is not None and self.lower > self.upper:
+            raise ConfigError(f"{where}: lower {self.lower:g} is above upper {self.upper:g}")
+        if self.kind == "flag" and (self.lower, self.upper) not in ((None, None), (0, 1)):
+            raise ConfigError(f"{where}: a flag is 0 or 1; its range cannot be set")
+
+    @property
+    def identity(self) -> str:
+        """``sql-<8 hex>`` or ``py-<8 hex>``: sha256 of everything that changes the metric's
+        values or their reading (text or function and version, kind, direction, range)."""
+        direction = {True: "up", False: "down", None: "none"}[self.higher_is_better]
+        parts = [self.kind, direction, repr(self.lower), repr(self.upper)]
+        if self.sql is not None:
+            text = "\0".join(["sql", self.sql.strip(), *parts])
+            return "sql-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        text = "\0".join(["py", str(self.module), str(self.function), str(self.version),
+                           ",".join(self.needs), str(self.batch), *parts])
+        return "py-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+
+    def signature_part(self) -> str:
+        """This metric's part of the signature: ``metric.NAME:KIND.DIRECTION.IDENTITY``."""
+        direction = {True: "up", False: "down", None: "none"}[self.higher_is_better]
+        return f"metric.{self.name}:{self.kind}.{direction}.{self.identity}"
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or nothing.
+
+    >>> did_you_mean("sellect", ["select"])
+    " (did you mean 'select'?)"
+    """
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 #: Columns an input file can be labelled with on the command line (``--model``, ``--run-label``).
 LABEL_COLUMNS: tuple[str, ...] = ("model", "run")
 
@@ -260,6 +346,12 @@ class Config:
     rgb_error_keywords: tuple[str, ...] = DEFAULT_ERROR_KEYWORDS
     #: ``[compat] preset``: one of :data:`COMPAT_PRESETS`, or None for the defaults.
     compat_preset: str | None = None
+    #: User-defined metrics: ``[metrics.NAME]`` tables and the loaded plug-ins' functions
+    #: (:mod:`pipeline.metrics.user`).
+    user_metrics: tuple[UserMetricDef, ...] = ()
+    #: Plug-in modules to import for their ``@pipeline.metric`` functions (``[plugins] modules``
+    #: and ``--plugin``).
+    plugins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(RECORD_SCHEMA))
@@ -342,6 +434,12 @@ class Config:
         ):
             if any(not p.strip() for p in phrases):
                 raise ConfigError(f"[rgb] {key} must not contain empty strings")
+        names = [d.name for d in self.user_metrics]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ConfigError(f"user-defined metric(s) {twice} defined twice")
+        object.__setattr__(self, "user_metrics", tuple(self.user_metrics))
+        object.__setattr__(self, "plugins", tuple(self.plugins))
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
         object.__setattr__(self, "input_labels", MappingProxyType(
             {path: MappingProxyType(dict(labels)) for path, labels in self.input_labels.items()}
@@ -428,7 +526,17 @@ class Config:
             f"comp:{self.composite_digest()}|"
             f"rgb:{self.rgb_mode}-{self.rgb_phrase_digest()}"
             + (f"|compat:{self.compat_preset}" if self.compat_preset else "")
+            + "".join(f"|{d.signature_part()}" for d in self.selected_user_metrics())
         )
+
+    def selected_user_metrics(self) -> tuple[UserMetricDef, ...]:
+        """The user-defined metrics this config's selection scores (every one without a
+        selection or when it names the family ``user``), sorted by name."""
+        chosen = self.user_metrics
+        if self.metrics is not None and "user" not in self.metrics:
+            names = {name.strip() for name in self.metrics}
+            chosen = tuple(d for d in chosen if d.name in names)
+        return tuple(sorted(chosen, key=lambda d: d.name))
 
     def grounding_signature(self) -> str:
         """The grounding rule's part of the signature, ``|`` included: ``ground:evidence-v1|
@@ -476,7 +584,9 @@ class Config:
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
-             "grounding", "composite", "rgb", "compat"}
+             "grounding", "composite", "rgb", "compat", "plugins"}
+#: Keys of a ``[metrics.NAME]`` table (docs/custom-metrics.md).
+_USER_METRIC_KEYS = {"sql", "kind", "description", "higher_is_better", "lower", "upper"}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
@@ -553,9 +663,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
             raise ConfigError(f"config file not found: {path}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-        unknown = sorted(set(data) - _SECTIONS)
-        if unknown:
-            raise ConfigError(f"{path}: unknown section(s) {unknown}; known: {sorted(_SECTIONS)}")
+        for name in sorted(set(data) - _SECTIONS):
+            raise ConfigError(
+                f"{path}: unknown section [{name}]{did_you_mean(name, _SECTIONS)}; known: "
+                f"{', '.join(sorted(_SECTIONS))}"
+            )
         values.update(_parse_sections(data, path))
     columns = overrides.pop("columns", None)
     if columns:  # --column entries replace the file's mapping of the same canonical columns
@@ -581,16 +693,13 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     if columns:
         values["columns"] = columns
 
-    abstention = data.get("abstention", {})
     keys = {
         "phrases": "abstention_phrases",
         "reference": "abstention_reference",
         "insufficient_context_reference": "insufficient_context_reference",
         "unanswerable_types": "unanswerable_types",
     }
-    unknown = sorted(set(abstention) - set(keys))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [abstention]: {unknown}")
+    abstention = _section(data, "abstention", set(keys), path)
     for key, name in keys.items():
         if key not in abstention:
             continue
@@ -603,10 +712,7 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: [abstention] {key} must be a string")
         values[name] = value
 
-    answer = data.get("answer", {})
-    unknown = sorted(set(answer) - {"strip_citation_markers", "scorer"})
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [answer]: {unknown}")
+    answer = _section(data, "answer", {"strip_citation_markers", "scorer"}, path)
     if "scorer" in answer:
         values["answer_scorer"] = _typed(path, "[answer] scorer", answer["scorer"], str)
     if "strip_citation_markers" in answer:
@@ -614,23 +720,80 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: [answer] strip_citation_markers must be true or false")
         values["strip_citation_markers"] = answer["strip_citation_markers"]
 
+    values.update(_parse_metrics(data, path))
+    values.update(_parse_scoring_sections(data, path))
+    return values
+
+
+def _parse_metrics(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """``[metrics] select``, the ``[metrics.NAME]`` tables of user-defined SQL metrics and
+    ``[plugins] modules``."""
+    values: dict[str, Any] = {}
     metrics = data.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{path}: [metrics] must be a table")
+    for key, value in metrics.items():
+        if key != "select" and not isinstance(value, dict):
+            raise ConfigError(
+                f"{path}: unknown key {key!r} in [metrics]{did_you_mean(key, ['select'])}; "
+                "known: select, and [metrics.NAME] tables of user-defined metrics"
+            )
     if "select" in metrics:
         select = metrics["select"]
         if not isinstance(select, list) or not all(isinstance(v, str) for v in select):
             raise ConfigError(f"{path}: [metrics] select must be a list of names")
         values["metrics"] = tuple(select)
-    values.update(_parse_scoring_sections(data, path))
+    defs = [_user_metric(path, name, table) for name, table in metrics.items()
+            if name != "select"]
+    if defs:
+        values["user_metrics"] = tuple(defs)
+    plugins = _section(data, "plugins", {"modules"}, path)
+    if "modules" in plugins:
+        modules = plugins["modules"]
+        if not isinstance(modules, list) or not all(
+            isinstance(m, str) and m.strip() for m in modules
+        ):
+            raise ConfigError(f"{path}: [plugins] modules must be a list of module names")
+        values["plugins"] = tuple(modules)
     return values
+
+
+def _user_metric(path: Path, name: str, table: Mapping[str, Any]) -> UserMetricDef:
+    where = f"[metrics.{name}]"
+    for key in sorted(set(table) - _USER_METRIC_KEYS):
+        raise ConfigError(
+            f"{path}: unknown key {key!r} in {where}{did_you_mean(key, _USER_METRIC_KEYS)}; "
+            f"known: {', '.join(sorted(_USER_METRIC_KEYS))}"
+        )
+    if "sql" not in table:
+        raise ConfigError(f"{path}: {where} needs sql = \"<SQL expression>\"")
+    bounds = {}
+    for key in ("lower", "upper"):
+        if key in table:
+            bounds[key] = float(_typed(path, f"{where} {key}", table[key], (int, float)))
+    direction = table.get("higher_is_better")
+    if direction is not None:
+        direction = _typed(path, f"{where} higher_is_better", direction, bool)
+    try:
+        return UserMetricDef(
+            name=name, kind=_typed(path, f"{where} kind", table.get("kind", "score"), str),
+            description=_typed(path, f"{where} description", table.get("description", ""), str),
+            sql=_typed(path, f"{where} sql", table["sql"], str), higher_is_better=direction,
+            **bounds,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _section(data: Mapping[str, Any], name: str, keys: set[str], path: Path) -> dict[str, Any]:
     section = data.get(name, {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [{name}] must be a table")
-    unknown = sorted(set(section) - keys)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [{name}]: {unknown}; known: {sorted(keys)}")
+    for key in sorted(set(section) - keys):
+        raise ConfigError(
+            f"{path}: unknown key {key!r} in [{name}]{did_you_mean(key, keys)}; known: "
+            f"{', '.join(sorted(keys))}"
+        )
     return section
 
 

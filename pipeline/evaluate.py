@@ -47,7 +47,8 @@ from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the 
     TEXTS_FILE,
 )
 from pipeline.io.parquet_options import parquet_writer
-from pipeline.metrics.registry import resolve as resolve_metrics
+from pipeline.metrics.user import load_plugins
+from pipeline.metrics.user import resolve as resolve_metrics
 from pipeline.phases import phase
 from pipeline.schema import KEY_COLUMNS
 from pipeline.scoring import BatchScorer, prepare_inputs, score_frame  # noqa: F401 - re-exported
@@ -139,7 +140,8 @@ def evaluate(
     are removed first (:func:`pipeline.io.atomic.remove_stale`). An ``out_dir`` that is a file
     or cannot be written raises :class:`pipeline.io.atomic.OutputPathError`.
     """
-    specs = resolve_metrics(config.metrics)
+    config = load_plugins(config)
+    specs = resolve_metrics(config)
     output_dir(out_dir)
     remove_stale(out_dir)
     schema = BatchScorer.for_config(config, specs=specs).output_schema
@@ -227,7 +229,8 @@ def evaluate_to_store(
     writer: Engine = engine or LocalEngine(
         pairs=pairs, batch_rows=batch_rows, on_progress=on_progress
     )
-    specs = resolve_metrics(config.metrics)
+    config = load_plugins(config)
+    specs = resolve_metrics(config)
     metrics = tuple(spec.name for spec in specs)
     store = Store(Path(store_root))
     manifest = build_manifest(

@@ -49,8 +49,8 @@ from pipeline.metrics.registry import (
     levels,
     metric_expressions,
 )
-from pipeline.metrics.registry import resolve as resolve_metrics
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
+from pipeline.metrics.user import resolve as resolve_metrics
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
 from pipeline.text.language import LATIN, UNDETERMINED, language_stages
 
@@ -133,12 +133,14 @@ def needs_corpus(config: Config, specs: Iterable[MetricSpec]) -> bool:
 def corpus_dependent(specs: Iterable[MetricSpec]) -> tuple[str, ...]:
     """Names of the ``specs`` whose values depend on corpus statistics, directly or through
     other metrics (``tfidf_relevance`` and the composites built on it)."""
+    specs = tuple(specs)
     memo: dict[str, bool] = {}
+    by_name = {**REGISTRY, **{spec.name: spec for spec in specs}}
 
     def depends(name: str) -> bool:
         if name not in memo:
-            needs = REGISTRY[name].needs
-            memo[name] = NEEDS_IDF in needs or any(depends(n) for n in needs if n in REGISTRY)
+            needs = by_name[name].needs
+            memo[name] = NEEDS_IDF in needs or any(depends(n) for n in needs if n in by_name)
         return memo[name]
 
     return tuple(spec.name for spec in specs if depends(spec.name))
@@ -253,7 +255,7 @@ def score_frame(
     inputs it prepared once over all its records. The registry says which intermediates and
     metric levels to add; this function knows no metric details.
     """
-    specs = tuple(specs) if specs is not None else resolve_metrics(config.metrics)
+    specs = tuple(specs) if specs is not None else resolve_metrics(config)
     frame = records.lazy()
     if inputs is None:
         inputs = prepare_inputs(frame.collect(), config, specs)
@@ -314,8 +316,9 @@ class BatchScorer:
 
     @functools.cached_property
     def specs(self) -> tuple[MetricSpec, ...]:
-        """The registry specs of :attr:`metrics`, in registry order."""
-        return tuple(resolve_metrics(self.metrics))
+        """The specs of :attr:`metrics`, in registry order (user-defined metrics rebuilt from
+        the config's definitions: a worker imports a Python metric's module)."""
+        return tuple(resolve_metrics(self.config, self.metrics))
 
     def __getstate__(self) -> dict[str, object]:
         return {name: self.__dict__[name] for name in ("config", "metrics", "stats")}
@@ -329,7 +332,7 @@ class BatchScorer:
         specs: Sequence[MetricSpec] | None = None,
     ) -> BatchScorer:
         """The scorer of ``config``'s metrics (``stats`` default to an empty corpus)."""
-        specs = tuple(specs) if specs is not None else resolve_metrics(config.metrics)
+        specs = tuple(specs) if specs is not None else resolve_metrics(config)
         names = tuple(spec.name for spec in specs)
         return cls(config=config, metrics=names, stats=stats or CorpusStats())
 

@@ -36,6 +36,7 @@ cannot write. :func:`connect` is the unrestricted read-only connection for trust
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,6 +58,7 @@ from pipeline.io.layout import (
 from pipeline.io.sql import sql_literal
 from pipeline.metrics import registry
 from pipeline.metrics.spec import MetricSpec
+from pipeline.metrics.user import KIND_DTYPES, USER_FAMILY, declared_spec, scores_catalog
 from pipeline.schema import InputError
 
 log = logging.getLogger(__name__)
@@ -220,8 +222,9 @@ def parse_grain(path: Path, sql: str) -> tuple[str, tuple[str, ...]]:
     return match["grain"], columns
 
 
-def load_views(queries_dir: Path) -> tuple[ViewDef, ...]:
-    """Every ``*.sql`` file of ``queries_dir`` as a :class:`ViewDef`, in build order."""
+def load_views(queries_dir: Path, extra: Sequence[MetricSpec] = ()) -> tuple[ViewDef, ...]:
+    """Every ``*.sql`` file of ``queries_dir`` as a :class:`ViewDef`, in build order; the
+    ``-- registry:`` blocks list the registered metrics, then ``extra`` (user-defined ones)."""
     paths = sorted(Path(queries_dir).glob("*.sql"))
     if not paths:
         raise ViewBuildError(Path(queries_dir), "no .sql view files found")
@@ -238,7 +241,7 @@ def load_views(queries_dir: Path) -> tuple[ViewDef, ...]:
         code = _COLUMN_NAMES.sub(" ", _SQL_NOISE.sub(" ", sql))
         mentioned = {word.lower() for word in _IDENTIFIER.findall(code)}
         depends_on = tuple(sorted((mentioned & names) - {path.stem}))
-        sql = expand_registry_blocks(path, sql)
+        sql = expand_registry_blocks(path, sql, extra)
         views.append(ViewDef(path.stem, path, sql, grain, grain_columns, depends_on))
     return _dependency_order(views)
 
@@ -258,30 +261,59 @@ def duckdb_type(dtype: pl.DataType) -> str:
         raise ValueError(f"no DuckDB type for the metric dtype {dtype}") from None
 
 
-def contract_metrics() -> tuple[MetricSpec, ...]:
-    """Every registered metric, in registry order: the metric columns of ``scores``."""
-    return tuple(registry.REGISTRY.values())
+def contract_metrics(extra: Sequence[MetricSpec] = ()) -> tuple[MetricSpec, ...]:
+    """Every registered metric, in registry order, then ``extra`` (the user-defined metrics of
+    the directory): the metric columns of ``scores``."""
+    return (*registry.REGISTRY.values(), *extra)
 
 
-def slice_metrics(sql: str) -> tuple[MetricSpec, ...]:
-    """Registered metrics the slice view ``sql`` aggregates from the registry, in registry order.
+def slice_metrics(sql: str, extra: Sequence[MetricSpec] = ()) -> tuple[MetricSpec, ...]:
+    """Metrics the slice view ``sql`` aggregates from the registry, in registry order, then
+    ``extra``.
 
     Those whose kind aggregates (a score or flag by its mean, a count by its sum) and that the
     file does not read by hand, as a qualified column (``sr.answer_em``).
     """
     by_hand = set(_QUALIFIED.findall(_SQL_NOISE.sub(" ", sql)))
     return tuple(
-        spec for spec in registry.REGISTRY.values()
+        spec for spec in contract_metrics(extra)
         if spec.aggregate is not None and spec.name not in by_hand
     )
 
 
-def _registry_lines(path: Path, sql: str, block: str, alias: str | None) -> list[str]:
+def user_metrics_of(out_dir: Path) -> tuple[MetricSpec, ...]:
+    """The user-defined metrics of an output directory (the columns of its scores that no
+    registered metric has) or of a results store (those its runs' manifests define)."""
+    if not is_store(out_dir):
+        scores = out_dir / SCORES_FILE
+        if not scores.is_file():
+            return ()
+        schema = pl.read_parquet_schema(scores)
+        catalog = scores_catalog(schema)
+        return tuple(spec for spec in catalog.values() if spec.family == USER_FAMILY)
+    specs: dict[str, MetricSpec] = {}
+    for manifest in sorted(out_dir.glob(f"{_RUN}=*/{_MANIFEST}")):
+        try:
+            config = json.loads(manifest.read_text(encoding="utf-8")).get("config", {})
+        except (OSError, ValueError):
+            log.warning("%s cannot be read; its user-defined metrics are left out", manifest)
+            continue
+        for entry in config.get("user_metrics") or ():
+            if isinstance(entry, dict) and entry.get("kind") in KIND_DTYPES:
+                specs[entry["name"]] = declared_spec(
+                    entry["name"], entry["kind"], entry.get("higher_is_better"),
+                    entry.get("description") or "",
+                )
+    return tuple(specs.values())
+
+
+def _registry_lines(path: Path, sql: str, block: str, alias: str | None,
+                    extra: Sequence[MetricSpec]) -> list[str]:
     """The lines of one ``-- registry:`` block (each ends with a comma)."""
     if block == "contract":
-        specs = contract_metrics()
+        specs = contract_metrics(extra)
     elif block in ("slice_aggregates", "slice_columns"):
-        specs = slice_metrics(sql)
+        specs = slice_metrics(sql, extra)
         if alias is None:
             raise ViewBuildError(path, f"'-- registry: {block}(ALIAS)' needs the table alias")
     else:
@@ -310,7 +342,7 @@ def _registry_lines(path: Path, sql: str, block: str, alias: str | None) -> list
     ]
 
 
-def expand_registry_blocks(path: Path, sql: str) -> str:
+def expand_registry_blocks(path: Path, sql: str, extra: Sequence[MetricSpec] = ()) -> str:
     """``sql`` with the lines generated from the registry after each ``-- registry:`` line.
 
     Generated lines take the marker's indentation and end with a comma, so the marker stands
@@ -321,7 +353,7 @@ def expand_registry_blocks(path: Path, sql: str) -> str:
         t.answer_em,
     """
     def expand(match: re.Match[str]) -> str:
-        lines = _registry_lines(path, sql, match["block"], match["alias"])
+        lines = _registry_lines(path, sql, match["block"], match["alias"], extra)
         return "\n".join([match[0], *(match["indent"] + line for line in lines)])
 
     return _REGISTRY_BLOCK.sub(expand, sql)
@@ -355,7 +387,8 @@ def build_views(out_dir: str | Path, queries_dir: str | Path | None = None) -> P
     """
     out_dir = Path(out_dir).resolve()
     _require_outputs(out_dir)
-    views = load_views(Path(queries_dir) if queries_dir is not None else default_queries_dir())
+    views = load_views(Path(queries_dir) if queries_dir is not None else default_queries_dir(),
+                       user_metrics_of(out_dir))
     target = out_dir / DB_FILE
     with atomic_path(target) as tmp:
         try:

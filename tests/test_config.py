@@ -147,5 +147,5 @@ def test_compat_preset_unknown_is_named(tmp_path: Path) -> None:
                                           r"enhanced-framework, rgb-app, hotpot-gen"):
         load_config(path)
     path.write_text('[compat]\nname = "rgb-app"\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"unknown key\(s\) in \[compat\]: \['name'\]"):
+    with pytest.raises(ConfigError, match=r"unknown key 'name' in \[compat\]; known: preset"):
         load_config(path)

@@ -148,7 +148,7 @@ def test_config_section_and_signature(tmp_path: Path) -> None:
         ('[rgb]\nmode = "fuzzy"\n', "mode 'fuzzy' is unknown"),
         ("[rgb]\nerror_keywords = \"wrong\"\n", "error_keywords must be a list of strings"),
         ('[rgb]\nprimary_rejections = [""]\n', "must not contain empty strings"),
-        ('[rgb]\nphrases = ["x"]\n', "unknown key(s) in [rgb]"),
+        ('[rgb]\nphrases = ["x"]\n', "unknown key 'phrases' in [rgb]"),
     ],
 )
 def test_bad_rgb_config(tmp_path: Path, text: str, message: str) -> None:

@@ -12,11 +12,12 @@ families (lexical, relevance, semantic, grounding) in :mod:`pipeline.metrics.tex
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import polars as pl
 
 from pipeline.config import Config
+from pipeline.config import did_you_mean as _did_you_mean
 from pipeline.metrics import text_specs
 from pipeline.metrics.common import flag
 from pipeline.metrics.composite import composite_specs
@@ -379,39 +380,48 @@ class UnknownMetricError(ValueError):
     """A requested metric or family does not exist."""
 
 
-def resolve(selection: Iterable[str] | None) -> tuple[MetricSpec, ...]:
-    """Specs for the named metrics or families plus the metrics they need, in registry order."""
+def resolve(
+    selection: Iterable[str] | None, extra: Sequence[MetricSpec] = ()
+) -> tuple[MetricSpec, ...]:
+    """Specs for the named metrics or families plus the metrics they need, in registry order,
+    then ``extra`` (user-defined metrics, family ``user``, :mod:`pipeline.metrics.user`)."""
+    specs = (*_SPECS, *extra)
     if selection is None:
-        return _SPECS
+        return specs
+    by_name = {**REGISTRY, **{spec.name: spec for spec in extra}}
+    families = {**FAMILIES}
+    for spec in extra:
+        families[spec.family] = (*families.get(spec.family, ()), spec.name)
     wanted: set[str] = set()
     for name in selection:
         name = name.strip()
-        if name in FAMILIES:
-            wanted.update(FAMILIES[name])
-        elif name in REGISTRY:
+        if name in families:
+            wanted.update(families[name])
+        elif name in by_name:
             wanted.add(name)
         else:
             raise UnknownMetricError(
-                f"unknown metric or family {name!r}; families: {', '.join(FAMILIES)}; "
-                f"metrics: {', '.join(REGISTRY)}"
+                f"unknown metric or family {name!r}{_did_you_mean(name, [*families, *by_name])}"
+                f"; families: {', '.join(families)}; metrics: {', '.join(by_name)}"
             )
     pending = list(wanted)
     while pending:
-        for need in REGISTRY[pending.pop()].needs:
-            if need in REGISTRY and need not in wanted:
+        for need in by_name[pending.pop()].needs:
+            if need in by_name and need not in wanted:
                 wanted.add(need)
                 pending.append(need)
-    return tuple(spec for spec in _SPECS if spec.name in wanted)
+    return tuple(spec for spec in specs if spec.name in wanted)
 
 
 def levels(specs: Iterable[MetricSpec]) -> list[list[MetricSpec]]:
     """Group specs so each group only needs intermediates or metrics of earlier groups."""
     specs = list(specs)
     depth: dict[str, int] = {}
+    by_name = {**REGISTRY, **{spec.name: spec for spec in specs}}
 
     def level(spec: MetricSpec) -> int:
         if spec.name not in depth:
-            metric_needs = [REGISTRY[n] for n in spec.needs if n in REGISTRY]
+            metric_needs = [by_name[n] for n in spec.needs if n in by_name]
             depth[spec.name] = 1 + max((level(n) for n in metric_needs), default=-1)
         return depth[spec.name]
 
