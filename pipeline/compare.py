@@ -103,9 +103,9 @@ def user_metric_note(comps_a: list[dict[str, str]], comps_b: list[dict[str, str]
     """A warning naming the user-defined metrics both runs have but defined differently (their
     deltas compare two definitions), or None.
 
-    >>> user_metric_note([{"metric.has_url": "flag.none.sql-1"}],
-    ...                  [{"metric.has_url": "flag.none.sql-2"}])
-    'user-defined metric(s) defined differently in the two runs: has_url (flag.none.sql-1 vs flag.none.sql-2)'
+    >>> print(user_metric_note([{"metric.has_url": "flag.none.sql-1"}],
+    ...                        [{"metric.has_url": "flag.none.sql-2"}]))
+    user-defined metric(s) defined differently in the two runs: has_url (flag.none.sql-1 vs ...)
     """
     defs_a, defs_b = _user_definitions(comps_a), _user_definitions(comps_b)
     differing = [

@@ -14,8 +14,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
-import re
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -754,7 +754,9 @@ def _parse_metrics(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
             isinstance(m, str) and m.strip() for m in modules
         ):
             raise ConfigError(f"{path}: [plugins] modules must be a list of module names")
-        values["plugins"] = tuple(modules)
+        values["plugins"] = tuple(
+            str(_file(path, m)) if m.endswith(".py") else m for m in modules
+        )
     return values
 
 
@@ -767,7 +769,7 @@ def _user_metric(path: Path, name: str, table: Mapping[str, Any]) -> UserMetricD
         )
     if "sql" not in table:
         raise ConfigError(f"{path}: {where} needs sql = \"<SQL expression>\"")
-    bounds = {}
+    bounds: dict[str, Any] = {}
     for key in ("lower", "upper"):
         if key in table:
             bounds[key] = float(_typed(path, f"{where} {key}", table[key], (int, float)))

@@ -11,6 +11,9 @@ from matplotlib.figure import Figure
 from pipeline.report import charts, hotpot_charts
 from pipeline.schema import PROVENANCE_SCHEMA, RECORD_SCHEMA
 
+#: Fixtures are data and example packages (the plug-in package is tested installed), not tests.
+collect_ignore = ["fixtures"]
+
 
 def records(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """A frame with every canonical column (missing ones null) and provenance columns."""

@@ -25,6 +25,7 @@ from pipeline.engines.local import stream_scores
 from pipeline.engines.spark import local_session
 from pipeline.evaluate import evaluate, evaluate_spark
 from pipeline.metrics.registry import resolve
+from pipeline.metrics.user import load_plugins, sql_metric
 from pipeline.schema import MissingColumnError
 from pipeline.scoring import BatchScorer
 
@@ -206,3 +207,27 @@ def test_rerun_reuses_every_row(spark, config, sample_runs):
         _read(again.run_dir / "scores" / "model=*" / "*.parquet", hive=True),
         _read(first.run_dir / "scores" / "model=*" / "*.parquet", hive=True),
     )
+
+
+def test_user_metrics_equal_single_machine(spark, tmp_path):
+    """A SQL flag of the config, a plug-in module's expression and batch metrics (shipped to
+    the executors with ``addPyFile``, docs/custom-metrics.md) and an installed package's
+    metrics score on Spark exactly as on one machine."""
+    plugin = Path(__file__).resolve().parent / "fixtures" / "plugins" / "team_metrics.py"
+    spark.sparkContext.addPyFile(str(plugin))
+    config = load_plugins(Config(
+        embedding_backend="hashed",
+        metrics=("answer_f1", "has_url", "answer_length_ok", "mentions_reference",
+                 "response_words", "digit_share"),
+        user_metrics=(sql_metric("has_url", "regexp_like(response, 'https?://')", kind="flag"),),
+        plugins=(str(plugin),),
+    ))
+    records = tmp_path / "records.parquet"
+    pl.read_parquet(SAMPLE).head(200).write_parquet(records)
+    summary = evaluate_spark([records], tmp_path / "store", config, spark=spark)
+    evaluate([records], tmp_path / "flat", config, build_db=False, stats=False)
+    scores = _read(summary.run_dir / "scores" / "model=*" / "*.parquet", hive=True)
+    local = pl.read_parquet(tmp_path / "flat" / "scores.parquet")
+    assert {"has_url", "answer_length_ok", "mentions_reference", "response_words",
+            "digit_share"} <= set(local.columns)
+    _same(scores, local)

@@ -27,11 +27,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import logging
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -149,15 +153,41 @@ def sql_metric(
                          higher_is_better=higher_is_better, lower=lower, upper=upper)
 
 
-def _import(module: str, why: str) -> Any:
+def _import(module: str, why: str) -> str:
+    """Import ``module`` (a dotted name, found in the current directory or the installed
+    packages, or the path of a ``.py`` file); return its module name."""
     try:
-        return importlib.import_module(module)
+        if module.endswith(".py"):
+            return _import_file(Path(module))
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())  # as `python -m` does, for `rag-eval --plugin NAME`
+        importlib.import_module(module)
+        return module
     except ModuleNotFoundError as exc:
         raise UserMetricError(f"{why} {module!r} cannot be imported: {exc}") from None
     except Exception as exc:  # the plug-in's own code raised while importing
         raise UserMetricError(
             f"{why} {module!r} raised while importing: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _import_file(path: Path) -> str:
+    name = path.stem
+    if not path.is_file():
+        raise ModuleNotFoundError(f"no file {path}")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"{path} is no Python module")
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return name
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return name
 
 
 def _decorated_in(module: str) -> list[UserMetricDef]:
@@ -181,15 +211,15 @@ def load_plugins(config: Config) -> Config:
     that does not ask for them. Idempotent."""
     defs: list[UserMetricDef] = []
     for module in config.plugins:
-        _import(module, "plug-in")
-        found = _decorated_in(module)
+        found = _decorated_in(_import(module, "plug-in"))
         if not found:
             raise UserMetricError(f"plug-in {module!r} defines no @pipeline.metric function")
         defs += found
-    if config.metrics is not None:
-        wanted = {name.strip() for name in config.metrics}
-        defs += [d for d in installed_metrics() if d.name in wanted]
     names = {d.name for d in config.user_metrics}
+    wanted = {name.strip() for name in config.metrics or ()}
+    unknown = wanted - set(registry.REGISTRY) - set(registry.FAMILIES) - {USER_FAMILY}
+    if unknown - names - {d.name for d in defs}:  # entry points are read only when needed
+        defs += [d for d in installed_metrics() if d.name in wanted]
     added = tuple(dict.fromkeys(d for d in defs if d.name not in names))
     return replace(config, user_metrics=(*config.user_metrics, *added)) if added else config
 
@@ -304,7 +334,9 @@ def _expression(definition: UserMetricDef, build: Callable[[Inputs], pl.Expr],
     return expr
 
 
-def _read_names(definition: UserMetricDef, expr: pl.Expr, metrics: Iterable[str]) -> tuple[str, ...]:
+def _read_names(
+    definition: UserMetricDef, expr: pl.Expr, metrics: Iterable[str]
+) -> tuple[str, ...]:
     """The metrics ``expr`` reads, after checking it reads only record columns and metrics."""
     metrics = set(metrics)
     read = [*definition.needs, *expr.meta.root_names()]
@@ -342,8 +374,8 @@ def _check_sample(definition: UserMetricDef, expr: pl.Expr, sample: pl.DataFrame
     where = f"metric {definition.name!r}"
     try:
         result = sample.select(expr)
-    except UserMetricError:
-        raise
+    except UserMetricError as exc:  # polars appends the expression's text: keep one line
+        raise UserMetricError(str(exc).strip().splitlines()[0]) from None
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserMetricError(f"{where} fails on a sample batch: {detail}") from None
@@ -445,9 +477,9 @@ def scores_catalog(
         for part in signature.split("|"):
             key, _, value = part.partition(":")
             if key.startswith("metric.") and value.count(".") >= 2:
-                kind, direction, identity = value.split(".", 2)
+                kind, arrow, identity = value.split(".", 2)
                 declared[key[len("metric."):]] = (
-                    kind, {"up": True, "down": False}.get(direction), identity
+                    kind, {"up": True, "down": False}.get(arrow), identity
                 )
     catalog = {name: spec for name, spec in registry.REGISTRY.items() if name in schema}
     by_dtype = {str(dtype): kind for kind, dtype in KIND_DTYPES.items()}
