@@ -27,6 +27,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("stats · views", ("pipeline.stats", "pipeline.views")),
     ("run", ("pipeline.evaluate", "pipeline.store", "pipeline.ingest_rgb")),
     ("report · compare · export", ("pipeline.report", "pipeline.compare", "pipeline.export")),
+    ("api", ("pipeline.api",)),
     ("cli", ("pipeline.cli", "pipeline.__main__")),
 )
 

@@ -47,6 +47,6 @@ def test_internal_error_has_its_own_exit_code(
     def broken(_: object) -> int:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "_metrics", broken)
+    monkeypatch.setattr(cli.metrics, "run", broken)
     assert main(["metrics"]) == EXIT_INTERNAL
     assert "internal error" in capsys.readouterr().err

@@ -1,0 +1,695 @@
+"""The Python API: score records in memory, run an evaluation, open a run and read it.
+
+:func:`score` scores a DataFrame (polars, pandas), a pyarrow Table, a Hugging Face
+``datasets.Dataset`` or files in memory and writes nothing; :func:`evaluate` writes what
+``rag-eval evaluate`` writes and returns a :class:`Run`; :func:`open_run` opens an output
+directory or a run of a results store. Both read records with the command line's readers
+(column names of known layouts, ``columns``), validate them with its rules (every row is scored
+or rejected with a reason) and score them with its scorer, so the same rows give the same
+scores. The command line (:mod:`pipeline.cli`) is a layer over this module.
+
+``import pipeline.api`` is light: the modules that load DuckDB, the embedding runtime or
+matplotlib are imported by the function that first needs them (:func:`_load`, every one of them
+on a floor below this one), so a notebook pays for what it uses. docs/python-api.md has the
+examples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+
+import polars as pl
+
+from pipeline.config import Config, ConfigError, load_config
+from pipeline.io.layout import (
+    EXTRA_OUTPUTS_FILE,
+    MODEL_PARTITION,
+    REJECTED_DIR,
+    REJECTED_FILE,
+    SCORES_DIR,
+    SCORES_FILE,
+)
+from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN, InputError
+
+if TYPE_CHECKING:
+    from pipeline.compare import Comparison
+    from pipeline.stats import StatsSummary
+
+__all__ = ["Compared", "Counts", "Run", "Scored", "Statistics", "evaluate", "open_run", "score"]
+
+log = logging.getLogger(__name__)
+
+#: ``source`` of the rows of in-memory data given to :func:`score` (files keep their path).
+DATA_SOURCE = "<data>"
+#: Where :func:`evaluate` writes in-memory data for the engine (in a temporary directory).
+DATA_FILE = "data.parquet"
+
+#: What :func:`score` and :func:`evaluate` read: a polars DataFrame or LazyFrame, a pandas
+#: DataFrame, a pyarrow Table, a Hugging Face ``datasets.Dataset``, or a path or list of paths of
+#: records files (pandas and ``datasets`` are not dependencies, so the type names none of them).
+Records: TypeAlias = object
+#: Metric or family names (``"answer"``, ``"answer_f1"``; a string may list several, comma
+#: separated) and user-defined metric objects (:mod:`pipeline.metrics.user`).
+Metrics: TypeAlias = str | Sequence[object]
+PathLike: TypeAlias = str | os.PathLike[str]
+
+
+def _load(module: str) -> Any:
+    """``pipeline.<module>``, imported on first use (see the module docstring): these modules
+    import DuckDB, the embedding runtime or matplotlib, which ``import pipeline.api`` must not."""
+    return importlib.import_module(f"pipeline.{module}")
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What :func:`score` returns.
+
+    ``scores``: one row per scored record, the columns and values of ``scores.parquet`` of
+    ``rag-eval evaluate`` on the same rows (key columns, ``source``, ``row_number``,
+    ``row_hash``, one column per metric, ``signature``). ``rejected``: one row per record that
+    was not scored (``source``, ``row_number``, ``id``, ``reason``, ``raw``). ``signature``: the
+    settings behind every score (:meth:`pipeline.config.Config.signature`).
+    """
+
+    scores: pl.DataFrame
+    rejected: pl.DataFrame
+    signature: str
+
+
+class Counts(NamedTuple):
+    """Rows a run read, scored, reused from an earlier store run, and rejected."""
+
+    read: int
+    scored: int
+    reused: int
+    rejected: int
+
+
+class Statistics(NamedTuple):
+    """What :meth:`Run.stats` computed: bootstrap intervals and paired model comparisons
+    (``intervals.parquet`` and ``comparisons.parquet``, docs/statistics.md), and what was written
+    (None for a store run, whose files never change)."""
+
+    intervals: pl.DataFrame
+    comparisons: pl.DataFrame
+    summary: StatsSummary | None
+
+
+class Compared(NamedTuple):
+    """What :meth:`Run.compare` found: the comparison (deltas, regressed, new and missing
+    items, the gate's failures) and whether the regression gate passed."""
+
+    comparison: Comparison
+    passed: bool
+
+
+# --- score --------------------------------------------------------------------------------------
+
+
+def score(
+    data: Records,
+    *,
+    metrics: Metrics | None = None,
+    config: PathLike | Config | None = None,
+    columns: Mapping[str, str] | None = None,
+    embedding_backend: str | None = None,
+) -> Scored:
+    """Validate and score ``data`` in memory; write nothing.
+
+    ``data``: a polars DataFrame or LazyFrame, a pandas DataFrame, a pyarrow Table, a Hugging
+    Face ``datasets.Dataset`` or a path (or list of paths) of records files, read as
+    ``rag-eval evaluate --input`` reads a file (known layouts such as RAGAS, derived ids,
+    ``columns``). ``metrics``: names or families (default: the configuration's, else all);
+    ``config``: a TOML file or a :class:`~pipeline.config.Config` (default: the defaults);
+    ``columns``: canonical name -> name in ``data``, over the config's ``[columns]``;
+    ``embedding_backend``: as ``--embedding-backend``.
+
+    Rows that fail validation, and rows whose key an earlier row of the same input holds, are
+    in :attr:`Scored.rejected` with their reasons (and a warning is logged), never dropped.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"id": ["q1", "q2", "q3"], "model": "m",
+    ...     "question": ["Capital of France?", "2 + 2?", "Largest planet?"],
+    ...     "reference": ["Paris", "4", "Jupiter"], "response": ["Paris.", "5", None]})
+    >>> scored = score(frame, metrics=["answer_em", "answer_f1"])
+    >>> scored.scores.select("id", "answer_em", "answer_f1").rows()
+    [('q1', 1, 1.0), ('q2', 0, 0.0)]
+    >>> scored.rejected.select("id", "reason").rows()
+    [('q3', 'response: is null (required)')]
+    """
+    settings, specs = _settings(config, metrics=metrics, columns=columns,
+                                embedding_backend=embedding_backend)
+    validate = _load("validate")
+    inputs = _reader_frames(data, settings)
+    parts = [validate.validate_records(frame, source, settings, check_duplicates=False)
+             for frame, source in inputs]
+    valid = pl.concat([part.records for part in parts])
+    kept, duplicates = _without_duplicates(valid, inputs)
+    rejected = pl.concat([*(part.rejected for part in parts), duplicates])
+    if rejected.height:
+        order = {source: position for position, (_, source) in enumerate(inputs)}
+        rejected = rejected.sort(
+            pl.col(SOURCE_COLUMN).replace_strict(order, return_dtype=pl.Int64), ROW_COLUMN
+        )
+        n_read = sum(part.n_read for part in parts)
+        log.warning("%d of %d rows rejected: Scored.rejected has them with their reasons",
+                    rejected.height, n_read)
+    return Scored(scores=_scores(kept, valid, settings, specs), rejected=rejected,
+                  signature=settings.signature())
+
+
+def _settings(
+    config: PathLike | Config | None,
+    *,
+    metrics: Metrics | None = None,
+    columns: Mapping[str, str] | None = None,
+    embedding_backend: str | None = None,
+) -> tuple[Config, tuple[Any, ...]]:
+    """The configuration of a run (:func:`_configure`, plug-ins loaded) and its metric specs,
+    resolved as the drivers resolve them, so a bad selection or user metric fails before
+    anything is read."""
+    user = _load("metrics.user")
+    settings = user.load_plugins(_configure(config, metrics=metrics, columns=columns,
+                                            embedding_backend=embedding_backend))
+    return settings, tuple(user.resolve(settings))
+
+
+def _configure(
+    config: PathLike | Config | None,
+    *,
+    metrics: Metrics | None = None,
+    columns: Mapping[str, str] | None = None,
+    embedding_backend: str | None = None,
+) -> Config:
+    """``config`` (a file, a Config or the defaults) with the arguments over it, as the
+    command line puts its flags over ``--config``."""
+    if isinstance(config, Config):
+        settings = config
+        if columns:
+            settings = replace(settings, columns={**settings.columns, **columns})
+        if embedding_backend is not None:
+            settings = replace(settings, embedding_backend=embedding_backend)
+    else:
+        settings = load_config(None if config is None else Path(config),
+                               columns=dict(columns or {}),
+                               embedding_backend=embedding_backend)
+    if metrics is None:
+        return settings
+    selection = tuple(
+        name for item in ([metrics] if isinstance(metrics, str) else metrics)
+        for name in (item.split(",") if isinstance(item, str) else [item])
+        if not isinstance(name, str) or name.strip()
+    )
+    chosen: Config = _load("metrics.user").with_user_metrics(settings, selection)
+    return chosen
+
+
+def _reader_frames(data: Records, config: Config) -> list[tuple[pl.DataFrame, str]]:
+    """``(frame, source)`` of each input, as the command line's readers return them."""
+    paths = _paths(data)
+    if paths is not None:
+        if not paths:
+            raise ConfigError("no records: give data or at least one path")
+        read_records = _load("io.readers").read_records
+        return [(read_records(path, config), os.fspath(path)) for path in paths]
+    return [(_read_frame(_polars(data), DATA_SOURCE, config), DATA_SOURCE)]
+
+
+def _paths(data: Records) -> list[PathLike] | None:
+    """``data`` as a list of paths, or None when it is not a path or a list of paths."""
+    if isinstance(data, str | os.PathLike):
+        return [data]
+    if isinstance(data, list | tuple) and all(isinstance(p, str | os.PathLike) for p in data):
+        return list(data)
+    return None
+
+
+def _polars(data: Records) -> pl.DataFrame | pl.LazyFrame:
+    """``data`` as a polars frame: polars as it is, pandas through ``pl.from_pandas``, Arrow
+    through ``pl.from_arrow``, a ``datasets.Dataset`` through its Arrow table."""
+    if isinstance(data, pl.DataFrame | pl.LazyFrame):
+        return data
+    package = type(data).__module__.partition(".")[0]
+    if package == "pandas" and hasattr(data, "columns"):
+        return pl.from_pandas(data)
+    if package == "pyarrow":
+        return _from_arrow(data)
+    table = _dataset_table(data)
+    if table is not None:
+        return _from_arrow(table)
+    if package == "datasets" and hasattr(data, "keys"):
+        raise TypeError(f"data is a DatasetDict with splits {sorted(data.keys())}: pick one, "
+                        "e.g. dataset['test']")
+    raise TypeError(
+        f"data must be a polars, pandas or pyarrow table, a datasets.Dataset, or paths; got "
+        f"{type(data).__module__}.{type(data).__qualname__}"
+    )
+
+
+def _dataset_table(data: object) -> object | None:
+    """The Arrow table of a Hugging Face ``datasets.Dataset`` (duck-typed), or None.
+
+    Its rows are ``.data.table`` unless an indices mapping (``select``, ``filter``,
+    ``shuffle``) picks some of them; then ``with_format("arrow")[:]`` gathers them."""
+    table = getattr(getattr(data, "data", None), "table", None)
+    if type(table).__module__.partition(".")[0] != "pyarrow":
+        return None
+    if getattr(data, "_indices", None) is not None and hasattr(data, "with_format"):
+        return data.with_format("arrow")[:]
+    return table
+
+
+def _from_arrow(table: object) -> pl.DataFrame:
+    frame = pl.from_arrow(table)
+    if not isinstance(frame, pl.DataFrame):
+        raise TypeError(f"an Arrow table or record batch is expected, got {type(table)}")
+    return frame
+
+
+def _read_frame(data: pl.DataFrame | pl.LazyFrame, source: str, config: Config) -> pl.DataFrame:
+    """An in-memory frame as a reader returns a Parquet file with its columns: the canonical
+    columns (known layouts, ``config.columns``, SQuAD answers), ``source``, ``row_number``,
+    Python list reprs as JSON and derived ids (:mod:`pipeline.io.readers`)."""
+    readers = _load("io.readers")
+    frame = data.collect() if isinstance(data, pl.LazyFrame) else data
+    if frame.height == 0:
+        raise InputError(f"{source}: the data holds no records")
+    plan = readers._require(frame.columns, source, config)
+    return readers._complete(readers._finish(frame, plan, source), source, config)
+
+
+def _without_duplicates(
+    records: pl.DataFrame, inputs: Sequence[tuple[pl.DataFrame, str]]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``records`` without the rows whose key (:data:`pipeline.validate.KEY`) an earlier valid
+    row of the same input holds, and those rows as rejected rows with the duplicate reason:
+    the rule of :func:`pipeline.engines.duplicate_rows_sql`, which the engines run."""
+    validate = _load("validate")
+    first = pl.col(ROW_COLUMN).min().over(SOURCE_COLUMN, *validate.KEY)
+    marked = records.with_columns(first.alias("__first"))
+    repeated = marked.filter(pl.col(ROW_COLUMN) != pl.col("__first"))
+    rejected = []
+    for frame, source in inputs:
+        rows = repeated.filter(pl.col(SOURCE_COLUMN) == source)
+        if not rows.height:
+            continue
+        rows = rows.sort(ROW_COLUMN)
+        raw = frame.join(rows.select(SOURCE_COLUMN, ROW_COLUMN), on=[SOURCE_COLUMN, ROW_COLUMN],
+                         how="semi").sort(ROW_COLUMN)
+        rejected.append(rows.select(
+            SOURCE_COLUMN, ROW_COLUMN, "id",
+            pl.format(validate.DUPLICATE_REASON, "id", "__first").alias("reason"),
+        ).with_columns(validate.raw_json(raw, source)))
+    empty = pl.DataFrame(schema=REJECTED_SCHEMA)
+    kept = marked.filter(pl.col(ROW_COLUMN) == pl.col("__first")).drop("__first")
+    return kept, pl.concat([empty, *rejected], how="vertical_relaxed")
+
+
+def _scores(
+    records: pl.DataFrame, valid: pl.DataFrame, config: Config, specs: Sequence[object]
+) -> pl.DataFrame:
+    """The scores of ``records`` in the schema of ``scores.parquet``, batch by batch as the
+    local engine scores them; the corpus statistics count every ``valid`` row, duplicates
+    included, as the engine's first pass does."""
+    scoring = _load("scoring")
+    corpus = scoring.CorpusStatsBuilder(config, tuple(specs))
+    corpus.add(valid)
+    scorer = scoring.BatchScorer.for_config(config, corpus.result(), specs)
+    schema = scorer.output_schema
+    rows = _load("engines.local").batch_rows_for(records)
+    batches = [
+        _from_arrow(scorer.score_frame(records.slice(offset, rows)).to_arrow().cast(schema))
+        for offset in range(0, records.height, rows)
+    ]
+    return pl.concat([_from_arrow(schema.empty_table()), *batches])
+
+
+# --- evaluate -----------------------------------------------------------------------------------
+
+
+def evaluate(
+    data: Records,
+    out: PathLike | None = None,
+    *,
+    store: PathLike | None = None,
+    metrics: Metrics | None = None,
+    config: PathLike | Config | None = None,
+    columns: Mapping[str, str] | None = None,
+    embedding_backend: str | None = None,
+    stats: bool = True,
+    stats_by: Sequence[str | Sequence[str]] = (),
+    resamples: int | None = None,
+    seed: int | None = None,
+    report: PathLike | None = None,
+    run_id: str | None = None,
+    force: bool = False,
+    lock_wait: float = 0.0,
+    engine: str = "local",
+    spark_master: str = "local[2]",
+    pairs: Sequence[tuple[PathLike, PathLike]] = (),
+    batch_rows: int | None = None,
+    on_progress: Callable[[str, int], None] | None = None,
+) -> Run:
+    """Validate and score ``data``; write what ``rag-eval evaluate`` writes; return the run.
+
+    Into the output directory ``out`` (scores, texts, rejected rows, statistics, views) or,
+    with ``store``, as a new run of a results store (``run_id``, ``force``, ``lock_wait``,
+    ``engine`` ``"spark"`` with ``spark_master``: docs/results-store.md). ``data``,
+    ``metrics``, ``config``, ``columns`` and ``embedding_backend`` are :func:`score`'s; a path
+    or list of paths is read as ``--input`` reads it, and in-memory data is written to a
+    temporary Parquet file first, which the rows' ``source`` names (a LazyFrame streams there).
+    ``stats``, ``stats_by``, ``resamples`` and ``seed`` drive the statistics (defaults of
+    :mod:`pipeline.stats`: 1000 resamples, seed 0); ``report`` also writes the HTML report
+    (output directories only). ``pairs`` are legacy (predictions, references) JSON files,
+    ``batch_rows`` the most rows scored at once, ``on_progress(stage, rows)`` reports rows
+    read and scored.
+
+    >>> import tempfile, polars as pl
+    >>> frame = pl.DataFrame({"id": ["q1", "q2"], "model": "m", "question": ["?", "?"],
+    ...                       "reference": ["Paris", "4"], "response": ["Paris", "5"]})
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> run = evaluate(frame, tmp.name, metrics="answer_em", stats=False)
+    >>> run.counts
+    Counts(read=2, scored=2, reused=0, rejected=0)
+    >>> run.query("select model, answer_em from by_model").rows()
+    [('m', 0.5)]
+    >>> tmp.cleanup()
+    """
+    if (out is None) == (store is None):
+        raise ConfigError("give out (an output directory) or store (a results store)")
+    if engine not in ("local", "spark"):
+        raise ConfigError(f"engine is 'local' or 'spark', got {engine!r}")
+    settings, _ = _settings(config, metrics=metrics, columns=columns,
+                            embedding_backend=embedding_backend)
+    atomic, drivers = _load("io.atomic"), _load("evaluate")
+    statistics = _load("stats")
+    resamples = statistics.DEFAULT_RESAMPLES if resamples is None else resamples
+    seed = statistics.DEFAULT_SEED if seed is None else seed
+    pair_paths = [(Path(p), Path(r)) for p, r in pairs]
+    rows = batch_rows or drivers.DEFAULT_BATCH_ROWS
+    with _files(data, pairs=bool(pair_paths)) as inputs:
+        if out is not None:
+            if engine == "spark":
+                raise ConfigError("engine 'spark' writes a results store: give store=")
+            if run_id is not None or force or lock_wait:
+                raise ConfigError("run_id, force and lock_wait apply to store runs only")
+            if report is not None:  # before the run, which checks out itself
+                atomic.check_output_file(Path(report))
+            summary = drivers.evaluate(
+                inputs, Path(out), settings, pairs=pair_paths, batch_rows=rows,
+                on_progress=on_progress, resamples=resamples, seed=seed, stats=stats,
+                stats_by=stats_by,
+            )
+            run = Run(Path(out), counts=Counts(summary.n_read, summary.n_scored, 0,
+                                               summary.n_rejected))
+        else:
+            assert store is not None  # out is None
+            root = Path(store)
+            if report is not None:
+                raise ConfigError("report needs an output directory (out); for a store run, "
+                                  "call report() on the Run")
+            atomic.check_output_dir(root)
+            if engine == "spark":
+                if pair_paths:
+                    raise ConfigError("engine 'spark' reads Parquet files only, not pairs")
+                if settings.input_labels:
+                    raise ConfigError("input labels (--model, --run-label) apply to the local "
+                                      "engine; give the files a model (or run) column")
+                if stats_by:
+                    raise ConfigError("stats_by needs statistics, which Spark runs do not "
+                                      "write; call stats() on the Run")
+                summary = drivers.evaluate_spark(
+                    inputs, root, settings, master=spark_master, run_id=run_id,
+                    lock_wait=lock_wait, force=force,
+                )
+            else:
+                summary = drivers.evaluate_to_store(
+                    inputs, root, settings, run_id=run_id, force=force,
+                    lock_wait=lock_wait, pairs=pair_paths, batch_rows=rows,
+                    on_progress=on_progress, resamples=resamples, seed=seed, stats=stats,
+                    stats_by=stats_by,
+                )
+            run = Run(summary.run_dir, store=root, run_id=summary.run_id,
+                      counts=Counts(summary.n_read, summary.n_scored, summary.n_reused,
+                                    summary.n_rejected))
+    if report is not None:
+        with _load("phases").phase("report"):
+            run.report(report)
+    return run
+
+
+@contextlib.contextmanager
+def _files(data: Records, *, pairs: bool = False) -> Iterator[list[Path]]:
+    """The records files of ``data``: its paths, or a temporary Parquet file of in-memory
+    data (removed afterwards). Only ``pairs`` may stand in for records."""
+    paths = _paths(data)
+    if paths is not None:
+        if not paths and not pairs:
+            raise ConfigError("no records: give data or at least one path")
+        yield [Path(path) for path in paths]
+        return
+    frame = _polars(data)
+    with tempfile.TemporaryDirectory(prefix="rag-eval-data-") as tmp:
+        target = Path(tmp) / DATA_FILE
+        if isinstance(frame, pl.LazyFrame):
+            frame.sink_parquet(target)
+        else:
+            frame.write_parquet(target)
+        yield [target]
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+def open_run(path: PathLike, *, run: str | None = None) -> Run:
+    """The run in the output directory ``path``, or run ``run`` of the results store ``path``
+    (default: its latest committed run).
+
+    >>> open_run("no/such/dir")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pipeline.schema.InputError: no/such/dir: no scores.parquet here; run `rag-eval evaluate ...
+    """
+    root = Path(path)
+    if _load("views").is_store(root):
+        manifests = _load("store").Store(root).manifests()
+        if not manifests:  # pragma: no cover - is_store found a manifest
+            raise InputError(f"{root}: no committed runs")
+        if run is None:
+            run = max(manifests, key=lambda m: (m["finished_at"], m["run_id"]))["run_id"]
+        found = next((m for m in manifests if m["run_id"] == run), None)
+        if found is None:
+            known = ", ".join(m["run_id"] for m in manifests)
+            raise InputError(f"{root}: no committed run {run!r}; runs: {known}")
+        counts = found["counts"]
+        return Run(
+            _load("store").Store(root).run_dir(run), store=root, run_id=run,
+            counts=Counts(counts["read"], counts["scored"], counts["reused"], counts["rejected"]),
+        )
+    if run is not None:
+        raise ConfigError(f"{root} is an output directory, not a results store: no run= here")
+    if not (root / SCORES_FILE).is_file():
+        raise InputError(f"{root}: no {SCORES_FILE} here; run `rag-eval evaluate --out {root}` "
+                         "first")
+    return Run(root)
+
+
+@dataclass(frozen=True, init=False)
+class Run:
+    """One evaluation run: an output directory, or a committed run of a results store.
+
+    ``path``: the run's directory (in a store, ``STORE/eval_run=RUN``); ``store`` and
+    ``run_id``: the store and the run's name (None for an output directory). Get one from
+    :func:`evaluate` or :func:`open_run`; ``Run(path)`` opens an output directory unchecked.
+    A store run's files never change: :meth:`stats`, :meth:`report`, :meth:`compare` and
+    :meth:`export` read it through a temporary checkout (:meth:`checkout`).
+    """
+
+    path: Path
+    store: Path | None = None
+    run_id: str | None = None
+    _counts: Counts | None = field(default=None, repr=False, compare=False)
+
+    def __init__(self, path: PathLike, *, store: PathLike | None = None,
+                 run_id: str | None = None, counts: Counts | None = None) -> None:
+        object.__setattr__(self, "path", Path(path))
+        object.__setattr__(self, "store", None if store is None else Path(store))
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "_counts", counts)
+
+    @property
+    def scores(self) -> pl.LazyFrame:
+        """The per-row scores (``scores.parquet``; a store run's partitions in its order)."""
+        if self.store is None:
+            return pl.scan_parquet(self.path / SCORES_FILE)
+        scan = pl.scan_parquet(self.path / SCORES_DIR, hive_partitioning=True,
+                               hive_schema={MODEL_PARTITION: pl.String})
+        return scan.select(*KEY_COLUMNS, pl.exclude(KEY_COLUMNS)).sort(SOURCE_COLUMN, ROW_COLUMN)
+
+    @property
+    def rejected_files(self) -> str:
+        """The Parquet file (a glob in a store) of the rejected rows with their reasons."""
+        if self.store is None:
+            return os.fspath(self.path / REJECTED_FILE)
+        return (self.path / REJECTED_DIR / "*.parquet").as_posix()
+
+    @property
+    def rejected(self) -> pl.DataFrame:
+        """The rows that were not scored: ``source``, ``row_number``, ``id``, ``reason``,
+        ``raw`` (the row as read, JSON)."""
+        return pl.read_parquet(self.rejected_files, hive_partitioning=False)
+
+    @property
+    def counts(self) -> Counts:
+        """Rows read, scored, reused (store runs) and rejected."""
+        if self._counts is None:
+            scored = self.scores.select(pl.len()).collect().item()
+            rejected = pl.scan_parquet(self.rejected_files).select(pl.len()).collect().item()
+            object.__setattr__(self, "_counts", Counts(scored + rejected, scored, 0, rejected))
+        assert self._counts is not None
+        return self._counts
+
+    def headline(self) -> pl.DataFrame:
+        """The ``headline`` view: one row per model with the main means."""
+        return self.query("select * from headline order by model")
+
+    def query(self, sql: str) -> pl.DataFrame:
+        """The result of one read-only SQL statement over the run's views, under the rules of
+        ``rag-eval query`` (docs/query-security.md; refused statements raise
+        :class:`pipeline.views.QueryRefused`)."""
+        return _load("views").run_query(self._views_root, sql, run=self.run_id)
+
+    def stats(
+        self, by: Sequence[str | Sequence[str]] = (), *, resamples: int | None = None,
+        seed: int | None = None,
+    ) -> Statistics:
+        """Bootstrap intervals and paired model comparisons, as ``rag-eval stats``: written
+        (output directory, views rebuilt) and returned. ``by``: extra slices, each columns of
+        the scores (``"question_type,noise_level"`` or a tuple)."""
+        statistics = _load("stats")
+        resamples = statistics.DEFAULT_RESAMPLES if resamples is None else resamples
+        seed = statistics.DEFAULT_SEED if seed is None else seed
+        if self.store is not None:
+            with tempfile.TemporaryDirectory(prefix="rag-eval-stats-") as tmp:
+                found = statistics.write_stats(Path(tmp), resamples=resamples, seed=seed,
+                                               scores=self.scores, by=by)
+                return Statistics(pl.read_parquet(found.intervals_path),
+                                  pl.read_parquet(found.comparisons_path), None)
+        summary = statistics.write_stats(self.path, resamples=resamples, seed=seed, by=by)
+        _load("views").build_views(self.path)
+        return Statistics(pl.read_parquet(summary.intervals_path),
+                          pl.read_parquet(summary.comparisons_path), summary)
+
+    def report(self, path: PathLike, *, baseline: Run | PathLike | None = None,
+               force: bool = False) -> Path:
+        """Write the self-contained HTML report to ``path``, as ``rag-eval report``; with
+        ``baseline``, a run comparison section against it (``force``: even when the runs'
+        settings differ). Returns ``path``."""
+        target = _load("io.atomic").check_output_file(Path(path))
+        write_report = _load("report").write_report
+        with contextlib.ExitStack() as stack:
+            directory = stack.enter_context(self._directory())
+            diff = regressed = None
+            if baseline is not None:
+                other = stack.enter_context(_run(baseline)._directory())
+                comparison = _load("compare").compare(other, directory, force=force)
+                diff, regressed = comparison.deltas, comparison.regressed
+            title = None if self.store is None else f"Evaluation report: {self.run_id}"
+            written: Path = write_report(directory, target, diff=diff, regressed=regressed,
+                                         title=title)
+        if self.store is None:
+            _load("io.atomic").record_output(self.path, EXTRA_OUTPUTS_FILE, [written])
+        return written
+
+    def compare(
+        self,
+        baseline: Run | PathLike,
+        *,
+        max_drop: Mapping[str, float] | None = None,
+        max_regressed_items: int | None = None,
+        force: bool = False,
+        resamples: int | None = None,
+        seed: int | None = None,
+        out: PathLike | None = None,
+    ) -> Compared:
+        """This run against ``baseline``, as ``rag-eval compare BASELINE THIS``: per-slice
+        deltas with intervals, regressed, new and missing items, and the regression gate
+        (``max_drop``: metric -> largest allowed fall of a model's mean, default answer_f1
+        and answer_em 0.02; ``max_regressed_items``). ``out``: also write the four tables
+        there (``rag-eval compare`` writes them to ``THIS/compare``)."""
+        comparing = _load("compare")
+        statistics = _load("stats")
+        drops = dict(comparing.DEFAULT_MAX_DROP if max_drop is None else max_drop)
+        registry = _load("metrics.registry").REGISTRY
+        unknown = sorted(name for name in drops if name not in registry)
+        if unknown:
+            raise ConfigError(f"max_drop names unknown metric(s): {', '.join(unknown)}")
+        gate = comparing.Gate(max_drop=drops, max_regressed_items=max_regressed_items)
+        atomic = _load("io.atomic")
+        if out is not None:
+            atomic.check_output_dir(Path(out))
+        with self._directory() as mine, _run(baseline)._directory() as theirs:
+            comparison = comparing.compare(
+                theirs, mine, gate=gate, force=force,
+                resamples=statistics.DEFAULT_RESAMPLES if resamples is None else resamples,
+                seed=statistics.DEFAULT_SEED if seed is None else seed,
+            )
+        if out is not None:
+            target = atomic.output_dir(Path(out))
+            comparing.write_comparison(comparison, target)
+            if self.store is None:
+                names = (comparing.DELTAS_FILE, comparing.REGRESSED_FILE, comparing.NEW_FILE,
+                         comparing.MISSING_FILE)
+                atomic.record_output(self.path, EXTRA_OUTPUTS_FILE,
+                                     [target / name for name in names])
+        return Compared(comparison, not comparison.failures)
+
+    def export(self, path: PathLike, *, format: str | None = None, layout: str = "wide",
+               neutralize_formulas: bool = True) -> int:
+        """Write the per-row results with their texts as one table, as ``rag-eval export``;
+        return the rows written. ``format``: ``tsv``, ``csv`` or ``parquet`` (default: the
+        extension of ``path``); ``layout``: ``wide`` or ``enhanced-framework``
+        (docs/compat.md); ``neutralize_formulas``: quote spreadsheet formulas in text
+        formats."""
+        target = Path(path)
+        fmt = format or target.suffix.lstrip(".").lower() or "tsv"
+        with self._directory() as directory:
+            rows: int = _load("export").export(directory, target, fmt,
+                                               neutralize=neutralize_formulas, layout=layout)
+        return rows
+
+    def checkout(self, out: PathLike) -> Run:
+        """Copy this store run into the output directory ``out``, as ``rag-eval checkout``."""
+        if self.store is None:
+            raise ConfigError(f"{self.path} is an output directory, not a store run")
+        _load("store").checkout_run(self.store, self.run_id, Path(out))
+        return Run(Path(out), counts=self._counts)
+
+    @property
+    def _views_root(self) -> Path:
+        return self.path if self.store is None else self.store
+
+    @contextlib.contextmanager
+    def _directory(self) -> Iterator[Path]:
+        """An output directory with this run's files: its own, or a temporary checkout."""
+        if self.store is None:
+            yield self.path
+            return
+        with tempfile.TemporaryDirectory(prefix="rag-eval-run-") as tmp:
+            yield self.checkout(Path(tmp) / str(self.run_id)).path
+
+
+def _run(run: Run | PathLike) -> Run:
+    return run if isinstance(run, Run) else Run(run)
+

@@ -1,0 +1,32 @@
+"""``rag-eval checkout``: copy a run of a results store into an output directory (the function
+:meth:`pipeline.api.Run.checkout` calls)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pipeline.cli.common import EXIT_OK
+from pipeline.store import checkout_run
+
+NAME = "checkout"
+EXAMPLES = """\
+  rag-eval checkout store --out run1
+  rag-eval checkout store --run 20240101T120000Z-ab12 --out run1"""
+
+
+def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
+    co: argparse.ArgumentParser = subparsers.add_parser(
+        NAME, help="copy a run of a results store into an output directory (for report, "
+        "compare, export, stats)"
+    )
+    co.add_argument("store", type=Path, help="results store (evaluate --store)")
+    co.add_argument("--run", metavar="RUN", help="the run (default: the latest)")
+    co.add_argument("--out", required=True, type=Path, help="output directory to write")
+    return co
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"run checked out -> {checkout_run(args.store, args.run, args.out)}")
+    return EXIT_OK

@@ -1,0 +1,332 @@
+"""What the commands share: exit codes, argument pieces, the configuration from flags, progress
+bars and printing frames, the headline and rejection reasons."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from tqdm import tqdm
+
+from pipeline.config import Config, ConfigError, load_config
+from pipeline.evaluate import rejection_reasons
+from pipeline.io.readers import record_count
+from pipeline.metrics.user import load_plugins
+from pipeline.metrics.user import resolve as resolve_metrics
+from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from pipeline.views import query_views
+
+log = logging.getLogger("pipeline")
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_ERROR = 2
+EXIT_GATE = 3
+EXIT_INTERNAL = 4
+EXIT_BUSY = 5
+#: Kinds of rejection reason the line of an ``evaluate`` run lists, most rows first.
+TOP_REASONS = 5
+
+#: Printed under the headline table when it shows faithfulness: what its 0.6 baseline means.
+FAITHFULNESS_NOTE = (
+    "faithfulness = min(1, 0.6 + 0.4 x overlap): an answer with no supported sentence still "
+    "scores 0.6 (a baseline); overlap is the share of supported sentences. 0.0 marks no answer "
+    "(an abstention, or by default an empty response) to an answerable question."
+)
+
+
+# --- argument pieces ----------------------------------------------------------------------------
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """:class:`argparse.RawDescriptionHelpFormatter` by paragraph (blank-line separated): a
+    paragraph with line breaks (the examples) is kept as written, a one-line paragraph (a
+    description) is wrapped as by the default formatter."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in text.split("\n\n"):
+            if "\n" in paragraph:
+                paragraphs.append(super()._fill_text(paragraph, width, indent))
+            else:
+                paragraphs.append(argparse.HelpFormatter._fill_text(self, paragraph, width, indent))
+        return "\n\n".join(paragraphs)
+
+
+class AppendSource(argparse.Action):
+    """``--input``, ``--pair``, ``--outputs``: appended, and remembered as the input that a
+    following label (``--model``, ``--run-label``, ``--noise-rate``) belongs to."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        items = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, items)
+        namespace.last_source = (self.dest, len(items) - 1)
+
+
+class Label(argparse.Action):
+    """``--model NAME`` and the like: a label of the input given just before it, kept in
+    ``labels[(option dest, index)][column]``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        last = getattr(namespace, "last_source", None)
+        if last is None:
+            parser.error(f"{option_string} labels the input given just before it: write it "
+                         "after that input's path (--input PATH --model NAME)")
+        labels = dict(getattr(namespace, "labels", None) or {})
+        entry = dict(labels.get(last, {}))
+        if self.dest in entry:
+            parser.error(f"{option_string} is given twice for the same input")
+        entry[self.dest] = values
+        labels[last] = entry
+        namespace.labels = labels
+
+
+def non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
+    return value
+
+
+def add_stats_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resamples", type=non_negative, default=DEFAULT_RESAMPLES,
+                   help=f"bootstrap resamples (default {DEFAULT_RESAMPLES}; 0: no intervals)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help=f"seed of the resampling (default {DEFAULT_SEED})")
+
+
+def add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", action=AppendSource, default=[], type=Path, metavar="PATH",
+                   help="records file: .parquet .jsonl .json .csv .tsv (repeatable); "
+                        "RAGAS and Hugging Face datasets layouts are read as they are "
+                        "(docs/input-formats.md)")
+    p.add_argument("--model", action=Label, metavar="NAME",
+                   help="model of every row of the --input just before it (for files "
+                        "without a model column; a row whose own model differs is "
+                        "rejected)")
+    p.add_argument("--run-label", dest="run", action=Label, metavar="NAME",
+                   help="`run` column (seed, prompt version) of every row of the --input "
+                        "just before it, as --model; not the store's --run-id")
+    p.add_argument("--pair", action=AppendSource, default=[], nargs=2, type=Path,
+                   metavar=("PREDICTIONS", "REFERENCES"),
+                   help="legacy predictions + references/gold JSON files (repeatable)")
+    p.add_argument("--column", action="append", default=[], metavar="CANONICAL=NAME",
+                   help="read canonical column CANONICAL from the files' column NAME, e.g. "
+                        "response=answer (repeatable; over the config's [columns])")
+    p.add_argument("--config", type=Path, help="TOML configuration file")
+
+
+# --- the configuration from flags ---------------------------------------------------------------
+
+
+def input_labels(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """``--model`` / ``--run-label`` of each ``--input``, by the path as given."""
+    found: dict[str, dict[str, str]] = {}
+    for (dest, index), entry in (getattr(args, "labels", None) or {}).items():
+        if dest != "input":
+            flags = ", ".join(f"--{name.replace('run', 'run-label')}" for name in entry)
+            raise ConfigError(
+                f"{flags} labels an --input; a --pair takes its model from the predictions' "
+                "model field or file name"
+            )
+        path = os.fspath(args.input[index])
+        if found.get(path, entry) != entry:
+            raise ConfigError(f"{path} is given twice with different labels")
+        found[path] = entry
+    return found
+
+
+def column_mapping(items: Sequence[str]) -> dict[str, str]:
+    """``--column CANONICAL=NAME`` entries as a mapping."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        canonical, sep, name = item.partition("=")
+        if not sep or not canonical.strip() or not name:
+            raise ConfigError(
+                f"--column expects CANONICAL=NAME (e.g. response=answer), got {item!r}"
+            )
+        mapping[canonical.strip()] = name
+    return mapping
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The configuration of ``--config`` and the flags over it, with its plug-ins' metrics;
+    unknown metrics and user metrics that cannot run fail here, before anything is read."""
+    metrics = None
+    if getattr(args, "metrics", None):
+        metrics = tuple(m for m in args.metrics.split(",") if m.strip())
+    config = load_plugins(load_config(
+        args.config,
+        metrics=metrics,
+        embedding_backend=getattr(args, "embedding_backend", None),
+        embedding_cache_dir=getattr(args, "cache_dir", None),
+        columns=column_mapping(getattr(args, "column", [])),
+        input_labels=input_labels(args) or None,
+    ))
+    resolve_metrics(config)  # fail before reading anything
+    return config
+
+
+def require_inputs(args: argparse.Namespace) -> None:
+    if not args.input and not args.pair:
+        raise ConfigError("give at least one --input PATH or --pair PREDICTIONS REFERENCES")
+
+
+def input_rows(args: argparse.Namespace) -> int | None:
+    """The rows the inputs hold when the metadata tells (Parquet files only), else None."""
+    counts = [record_count(path) for path in args.input]
+    if args.pair or any(count is None for count in counts):
+        return None
+    return sum(count for count in counts if count is not None)
+
+
+# --- printing -----------------------------------------------------------------------------------
+
+
+def print_error(args: argparse.Namespace, message: str) -> None:
+    """One error line: on stderr, or as a logged error with ``--log-format json``."""
+    if args.log_format == "json":
+        log.error("%s", message)
+    else:
+        print(f"error: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def progress_bars(
+    hidden: bool, total: int | None = None
+) -> Iterator[Callable[[str, int], None]]:
+    """One tqdm bar per stage of a run (reading, scoring) on stderr, shown on a terminal only.
+
+    ``total``: the rows of the inputs, when known, for both bars; rejected rows are never
+    scored, so the scoring bar's total becomes the rows it counted when the run ends."""
+    bars: dict[str, Any] = {}
+
+    def update(stage: str, rows: int) -> None:
+        if stage not in bars:
+            bars[stage] = tqdm(unit="rows", desc=stage, disable=True if hidden else None,
+                               file=sys.stderr, unit_scale=True, total=total)
+        bars[stage].update(rows)
+
+    try:
+        yield update
+    finally:
+        for bar in bars.values():
+            if bar.total is not None and bar.n < bar.total:
+                bar.total = bar.n
+                bar.refresh()
+            bar.close()
+
+
+def json_nested(frame: pl.DataFrame) -> pl.DataFrame:
+    """List and struct columns as JSON text (``["a","b"]``), which CSV can hold; null stays
+    null."""
+    nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+    return frame.with_columns(
+        pl.when(pl.col(name).is_not_null())
+        .then(pl.struct(pl.col(name).alias("v")).struct.json_encode()
+              .str.strip_prefix('{"v":').str.strip_suffix("}"))
+        .alias(name)
+        for name in nested
+    )
+
+
+def print_frame(frame: pl.DataFrame, fmt: str) -> None:
+    """``frame`` on stdout as a table, CSV (nested columns as JSON text) or JSON lines."""
+    if fmt == "csv":
+        sys.stdout.write(json_nested(frame).write_csv())
+    elif fmt == "json":
+        sys.stdout.write(frame.write_ndjson())
+    else:
+        with pl.Config(
+            tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
+            fmt_str_lengths=80, float_precision=4, tbl_hide_column_data_types=True,
+        ):
+            print(frame)
+
+
+def print_rejections(files: str | Path) -> None:
+    """The kinds of rejection reason with the most rows (values masked), and where the rows
+    and their full reasons are."""
+    reasons = rejection_reasons(files)
+    print("rejected rows by reason:")
+    for reason, rows in reasons.head(TOP_REASONS).iter_rows():
+        print(f"{rows:>9}  {reason}")
+    rest = reasons.slice(TOP_REASONS)
+    if rest.height:
+        kinds = "1 other reason" if rest.height == 1 else f"{rest.height} other reasons"
+        print(f"{rest['rows'].sum():>9}  ({kinds})")
+    print(f"rejected rows and reasons: {files}")
+
+
+def print_headline(directory: Path) -> None:
+    """The headline view (columns with a value only), its notes and signatures, and the RGB
+    summary when the run has RGB rows."""
+    print()
+    frames = query_views(directory, {"headline": "select * from headline order by model",
+                                     "rgb": "select * from rgb_summary order by model",
+                                     "tokenless": "select * from tokenless_rows"})
+    headline, rgb = frames["headline"], frames["rgb"]
+    shown = without_empty_columns(headline.drop("signature"), keep=("model",))
+    print_frame(shown, "table")
+    if "faithfulness" in shown.columns:
+        print(FAITHFULNESS_NOTE)
+    for note in tokenless_notes(frames["tokenless"]):
+        log.info("tokenless rows: %s", note)
+        print(note)
+    for signature in headline["signature"].unique(maintain_order=True):
+        print(f"signature: {signature}")
+    if rgb.height:
+        print("\nRGB robustness (%, docs/rgb.md):")
+        print_frame(rgb.drop("signature"), "table")
+
+
+def tokenless_notes(tokenless: pl.DataFrame) -> list[str]:
+    """One line per metric whose tokenizer found no token in some rows (view tokenless_rows).
+
+    >>> tokenless_notes(pl.DataFrame({"metric": ["rouge", "bleu"], "n_rows": [30, 30],
+    ...     "n_without_tokens": [23, 0], "n_reference_without_tokens": [20, 0],
+    ...     "n_response_without_tokens": [5, 0]}))
+    ['ROUGE: 23 of 30 rows without tokens (reference 20, response 5); scores 0 there']
+    """
+    return [
+        f"{row['metric'].upper()}: {row['n_without_tokens']} of {row['n_rows']} rows without "
+        f"tokens (reference {row['n_reference_without_tokens']}, response "
+        f"{row['n_response_without_tokens']}); scores 0 there"
+        for row in tokenless.iter_rows(named=True) if row["n_without_tokens"]
+    ]
+
+
+def without_empty_columns(frame: pl.DataFrame, keep: Sequence[str] = ()) -> pl.DataFrame:
+    """``frame`` without the columns that are null on every row (the RAG columns of a run
+    without passages, ``overall_score`` when the composites did not run), except ``keep``."""
+    if frame.height == 0:
+        return frame
+    return frame.select(
+        c for c in frame.columns if c in keep or frame[c].null_count() < frame.height
+    )

@@ -1,0 +1,47 @@
+"""``rag-eval query``: one read-only SQL statement over the views of a run or a store (the
+function :meth:`pipeline.api.Run.query` runs, with ``--run`` for a store's runs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.cli.common import EXIT_ERROR, EXIT_OK, print_frame
+from pipeline.schema import InputError
+from pipeline.views import run_query
+
+NAME = "query"
+EXAMPLES = """\
+  rag-eval query out "select * from headline"
+  rag-eval query out "select id, suggestions from scores limit 5" --format csv
+  rag-eval query store "select * from runs" --run all"""
+
+
+def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
+    qu: argparse.ArgumentParser = subparsers.add_parser(
+        NAME, help="run SQL against the views of an output directory",
+        description="Run one read-only SQL statement against the views of DIR. "
+        "It reads only the files under DIR and writes nothing: COPY, ATTACH, "
+        "INSTALL, LOAD, writes, settings and several statements are refused "
+        "with exit 2 (docs/query-security.md).",
+    )
+    qu.add_argument("dir", type=Path, help="output directory of an evaluate run, or a store")
+    qu.add_argument("sql", help='one SQL statement, e.g. "select * from by_model"')
+    qu.add_argument("--run", metavar="RUN",
+                    help="store: the run every view reads ('all': every run; default: latest)")
+    qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    return qu
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = run_query(args.dir, args.sql, run=args.run)
+    except InputError:
+        raise
+    except Exception as exc:  # DuckDB reports SQL errors with their own exception types
+        print(f"error: query failed: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print_frame(result, args.format)
+    return EXIT_OK
