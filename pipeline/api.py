@@ -625,14 +625,15 @@ class Run:
     ) -> Compared:
         """This run against ``baseline``, as ``rag-eval compare BASELINE THIS``: per-slice
         deltas with intervals, regressed, new and missing items, and the regression gate
-        (``max_drop``: metric -> largest allowed fall of a model's mean, default answer_f1
-        and answer_em 0.02; ``max_regressed_items``). ``out``: also write the four tables
-        there (``rag-eval compare`` writes them to ``THIS/compare``)."""
+        (``max_drop``: metric, built-in or a user metric of this run -> largest allowed fall of
+        a model's mean, default answer_f1 and answer_em 0.02; ``max_regressed_items``).
+        ``out``: also write the four tables there (``rag-eval compare`` writes them to
+        ``THIS/compare``)."""
         comparing = _load("compare")
         statistics = _load("stats")
         drops = dict(comparing.DEFAULT_MAX_DROP if max_drop is None else max_drop)
-        registry = _load("metrics.registry").REGISTRY
-        unknown = sorted(name for name in drops if name not in registry)
+        known = {*_load("metrics.registry").REGISTRY, *self.scores.collect_schema().names()}
+        unknown = sorted(name for name in drops if name not in known)  # user metrics: columns
         if unknown:
             raise ConfigError(f"max_drop names unknown metric(s): {', '.join(unknown)}")
         gate = comparing.Gate(max_drop=drops, max_regressed_items=max_regressed_items)

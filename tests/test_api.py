@@ -257,6 +257,23 @@ def test_compare_and_report_with_a_gate(tmp_path: Path) -> None:
     assert "Run comparison" in report.read_text(encoding="utf-8")
 
 
+@pipeline.metric(kind="score", description="Shorter responses score higher.")
+def brevity(response: pl.Expr) -> pl.Expr:
+    return 1.0 / (1.0 + response.str.len_chars())
+
+
+def test_a_user_metric_is_scored_and_gated(tmp_path: Path) -> None:
+    records = pl.read_parquet(SAMPLE).head(300)
+    scored = pipeline.score(records, metrics=["answer_f1", brevity])
+    expected = records.select(1.0 / (1.0 + pl.col("response").str.len_chars()))
+    assert scored.scores["brevity"].to_list() == expected.to_series().to_list()
+    base = evaluate(records, tmp_path / "base", metrics=["answer_f1", brevity], resamples=20)
+    longer = records.with_columns(response=pl.col("response") + " and a much longer tail")
+    new = evaluate(longer, tmp_path / "new", metrics=["answer_f1", brevity], resamples=20)
+    comparison, passed = new.compare(base, max_drop={"brevity": 0.0})
+    assert not passed and all(" brevity fell by " in f for f in comparison.failures)
+
+
 def test_a_store_run(tmp_path: Path) -> None:
     store = tmp_path / "store"
     first = evaluate(SAMPLE, store=store, run_id="r1", **FAST)
