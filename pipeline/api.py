@@ -9,26 +9,27 @@ or rejected with a reason) and score them with its scorer, so the same rows give
 scores. The command line (:mod:`pipeline.cli`) is a layer over this module.
 
 ``import pipeline.api`` is light: the modules that load DuckDB, the embedding runtime or
-matplotlib are imported by the function that first needs them (:func:`_load`, every one of them
-on a floor below this one), so a notebook pays for what it uses. docs/python-api.md has the
-examples.
+matplotlib are imported inside the function that first needs them, so a notebook pays for what
+it uses. Those imports are plain ``from pipeline... import`` statements of modules on a floor
+below this one, which ``tests/test_architecture.py`` checks like the module-level ones (this
+module is the only one allowed them). docs/python-api.md has the examples.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, cast
 
 import polars as pl
 
-from pipeline.config import Config, ConfigError, load_config
+from pipeline.config import Config, ConfigError, UserMetricDef, did_you_mean, load_config
+from pipeline.io import atomic
 from pipeline.io.layout import (
     EXTRA_OUTPUTS_FILE,
     MODEL_PARTITION,
@@ -37,13 +38,19 @@ from pipeline.io.layout import (
     SCORES_DIR,
     SCORES_FILE,
 )
+from pipeline.phases import phase
 from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN, InputError
 
 if TYPE_CHECKING:
     from pipeline.compare import Comparison
+    from pipeline.metrics.spec import MetricSpec
+    from pipeline.metrics.user import UserMetric
     from pipeline.stats import StatsSummary
 
-__all__ = ["Compared", "Counts", "Run", "Scored", "Statistics", "evaluate", "open_run", "score"]
+__all__ = [
+    "Compared", "Counts", "Run", "Scored", "Statistics", "check_gate_metrics", "evaluate",
+    "open_run", "score",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +67,6 @@ Records: TypeAlias = object
 #: separated) and user-defined metric objects (:mod:`pipeline.metrics.user`).
 Metrics: TypeAlias = str | Sequence[object]
 PathLike: TypeAlias = str | os.PathLike[str]
-
-
-def _load(module: str) -> Any:
-    """``pipeline.<module>``, imported on first use (see the module docstring): these modules
-    import DuckDB, the embedding runtime or matplotlib, which ``import pipeline.api`` must not."""
-    return importlib.import_module(f"pipeline.{module}")
 
 
 # --- results ------------------------------------------------------------------------------------
@@ -148,11 +149,12 @@ def score(
     >>> scored.rejected.select("id", "reason").rows()
     [('q3', 'response: is null (required)')]
     """
+    from pipeline.validate import validate_records
+
     settings, specs = _settings(config, metrics=metrics, columns=columns,
                                 embedding_backend=embedding_backend)
-    validate = _load("validate")
     inputs = _reader_frames(data, settings)
-    parts = [validate.validate_records(frame, source, settings, check_duplicates=False)
+    parts = [validate_records(frame, source, settings, check_duplicates=False)
              for frame, source in inputs]
     valid = pl.concat([part.records for part in parts])
     kept, duplicates = _without_duplicates(valid, inputs)
@@ -175,14 +177,15 @@ def _settings(
     metrics: Metrics | None = None,
     columns: Mapping[str, str] | None = None,
     embedding_backend: str | None = None,
-) -> tuple[Config, tuple[Any, ...]]:
+) -> tuple[Config, tuple[MetricSpec, ...]]:
     """The configuration of a run (:func:`_configure`, plug-ins loaded) and its metric specs,
     resolved as the drivers resolve them, so a bad selection or user metric fails before
     anything is read."""
-    user = _load("metrics.user")
-    settings = user.load_plugins(_configure(config, metrics=metrics, columns=columns,
-                                            embedding_backend=embedding_backend))
-    return settings, tuple(user.resolve(settings))
+    from pipeline.metrics.user import load_plugins, resolve
+
+    settings = load_plugins(_configure(config, metrics=metrics, columns=columns,
+                                       embedding_backend=embedding_backend))
+    return settings, tuple(resolve(settings))
 
 
 def _configure(
@@ -194,6 +197,8 @@ def _configure(
 ) -> Config:
     """``config`` (a file, a Config or the defaults) with the arguments over it, as the
     command line puts its flags over ``--config``."""
+    from pipeline.metrics.user import with_user_metrics
+
     if isinstance(config, Config):
         settings = config
         if columns:
@@ -210,20 +215,21 @@ def _configure(
         name for item in ([metrics] if isinstance(metrics, str) else metrics)
         for name in (item.split(",") if isinstance(item, str) else [item])
         if not isinstance(name, str) or name.strip()
-    )
-    chosen: Config = _load("metrics.user").with_user_metrics(settings, selection)
-    return chosen
+    )  # entries of another type raise TypeError in with_user_metrics
+    return with_user_metrics(settings, cast("tuple[str | UserMetric | UserMetricDef, ...]",
+                                            selection))
 
 
 def _reader_frames(data: Records, config: Config) -> list[tuple[pl.DataFrame, str]]:
     """``(frame, source)`` of each input, as the command line's readers return them."""
+    from pipeline.io.readers import read_frame, read_records
+
     paths = _paths(data)
     if paths is not None:
         if not paths:
             raise ConfigError("no records: give data or at least one path")
-        read_records = _load("io.readers").read_records
-        return [(read_records(path, config), os.fspath(path)) for path in paths]
-    return [(_read_frame(_polars(data), DATA_SOURCE, config), DATA_SOURCE)]
+        return [(read_records(os.fspath(path), config), os.fspath(path)) for path in paths]
+    return [(read_frame(_polars(data), DATA_SOURCE, config), DATA_SOURCE)]
 
 
 def _paths(data: Records) -> list[PathLike] | None:
@@ -277,26 +283,15 @@ def _from_arrow(table: object) -> pl.DataFrame:
     return frame
 
 
-def _read_frame(data: pl.DataFrame | pl.LazyFrame, source: str, config: Config) -> pl.DataFrame:
-    """An in-memory frame as a reader returns a Parquet file with its columns: the canonical
-    columns (known layouts, ``config.columns``, SQuAD answers), ``source``, ``row_number``,
-    Python list reprs as JSON and derived ids (:mod:`pipeline.io.readers`)."""
-    readers = _load("io.readers")
-    frame = data.collect() if isinstance(data, pl.LazyFrame) else data
-    if frame.height == 0:
-        raise InputError(f"{source}: the data holds no records")
-    plan = readers._require(frame.columns, source, config)
-    return readers._complete(readers._finish(frame, plan, source), source, config)
-
-
 def _without_duplicates(
     records: pl.DataFrame, inputs: Sequence[tuple[pl.DataFrame, str]]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``records`` without the rows whose key (:data:`pipeline.validate.KEY`) an earlier valid
     row of the same input holds, and those rows as rejected rows with the duplicate reason:
     the rule of :func:`pipeline.engines.duplicate_rows_sql`, which the engines run."""
-    validate = _load("validate")
-    first = pl.col(ROW_COLUMN).min().over(SOURCE_COLUMN, *validate.KEY)
+    from pipeline.validate import DUPLICATE_REASON, KEY, raw_json
+
+    first = pl.col(ROW_COLUMN).min().over(SOURCE_COLUMN, *KEY)
     marked = records.with_columns(first.alias("__first"))
     repeated = marked.filter(pl.col(ROW_COLUMN) != pl.col("__first"))
     rejected = []
@@ -309,25 +304,27 @@ def _without_duplicates(
                          how="semi").sort(ROW_COLUMN)
         rejected.append(rows.select(
             SOURCE_COLUMN, ROW_COLUMN, "id",
-            pl.format(validate.DUPLICATE_REASON, "id", "__first").alias("reason"),
-        ).with_columns(validate.raw_json(raw, source)))
+            pl.format(DUPLICATE_REASON, "id", "__first").alias("reason"),
+        ).with_columns(raw_json(raw, source)))
     empty = pl.DataFrame(schema=REJECTED_SCHEMA)
     kept = marked.filter(pl.col(ROW_COLUMN) == pl.col("__first")).drop("__first")
     return kept, pl.concat([empty, *rejected], how="vertical_relaxed")
 
 
 def _scores(
-    records: pl.DataFrame, valid: pl.DataFrame, config: Config, specs: Sequence[object]
+    records: pl.DataFrame, valid: pl.DataFrame, config: Config, specs: Sequence[MetricSpec]
 ) -> pl.DataFrame:
     """The scores of ``records`` in the schema of ``scores.parquet``, batch by batch as the
     local engine scores them; the corpus statistics count every ``valid`` row, duplicates
     included, as the engine's first pass does."""
-    scoring = _load("scoring")
-    corpus = scoring.CorpusStatsBuilder(config, tuple(specs))
+    from pipeline.engines.local import batch_rows_for
+    from pipeline.scoring import BatchScorer, CorpusStatsBuilder
+
+    corpus = CorpusStatsBuilder(config, tuple(specs))
     corpus.add(valid)
-    scorer = scoring.BatchScorer.for_config(config, corpus.result(), specs)
+    scorer = BatchScorer.for_config(config, corpus.result(), specs)
     schema = scorer.output_schema
-    rows = _load("engines.local").batch_rows_for(records)
+    rows = batch_rows_for(records)
     batches = [
         _from_arrow(scorer.score_frame(records.slice(offset, rows)).to_arrow().cast(schema))
         for offset in range(0, records.height, rows)
@@ -386,16 +383,17 @@ def evaluate(
     [('m', 0.5)]
     >>> tmp.cleanup()
     """
+    from pipeline import drivers
+    from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
     if (out is None) == (store is None):
         raise ConfigError("give out (an output directory) or store (a results store)")
     if engine not in ("local", "spark"):
         raise ConfigError(f"engine is 'local' or 'spark', got {engine!r}")
     settings, _ = _settings(config, metrics=metrics, columns=columns,
                             embedding_backend=embedding_backend)
-    atomic, drivers = _load("io.atomic"), _load("evaluate")
-    statistics = _load("stats")
-    resamples = statistics.DEFAULT_RESAMPLES if resamples is None else resamples
-    seed = statistics.DEFAULT_SEED if seed is None else seed
+    resamples = DEFAULT_RESAMPLES if resamples is None else resamples
+    seed = DEFAULT_SEED if seed is None else seed
     pair_paths = [(Path(p), Path(r)) for p, r in pairs]
     rows = batch_rows or drivers.DEFAULT_BATCH_ROWS
     with _files(data, pairs=bool(pair_paths)) as inputs:
@@ -429,22 +427,22 @@ def evaluate(
                 if stats_by:
                     raise ConfigError("stats_by needs statistics, which Spark runs do not "
                                       "write; call stats() on the Run")
-                summary = drivers.evaluate_spark(
+                stored = drivers.evaluate_spark(
                     inputs, root, settings, master=spark_master, run_id=run_id,
                     lock_wait=lock_wait, force=force,
                 )
             else:
-                summary = drivers.evaluate_to_store(
+                stored = drivers.evaluate_to_store(
                     inputs, root, settings, run_id=run_id, force=force,
                     lock_wait=lock_wait, pairs=pair_paths, batch_rows=rows,
                     on_progress=on_progress, resamples=resamples, seed=seed, stats=stats,
                     stats_by=stats_by,
                 )
-            run = Run(summary.run_dir, store=root, run_id=summary.run_id,
-                      counts=Counts(summary.n_read, summary.n_scored, summary.n_reused,
-                                    summary.n_rejected))
+            run = Run(stored.run_dir, store=root, run_id=stored.run_id,
+                      counts=Counts(stored.n_read, stored.n_scored, stored.n_reused,
+                                    stored.n_rejected))
     if report is not None:
-        with _load("phases").phase("report"):
+        with phase("report"):
             run.report(report)
     return run
 
@@ -481,9 +479,12 @@ def open_run(path: PathLike, *, run: str | None = None) -> Run:
     ...
     pipeline.schema.InputError: no/such/dir: no scores.parquet here; run `rag-eval evaluate ...
     """
+    from pipeline.store import Store
+    from pipeline.views import is_store
+
     root = Path(path)
-    if _load("views").is_store(root):
-        manifests = _load("store").Store(root).manifests()
+    if is_store(root):
+        manifests = Store(root).manifests()
         if not manifests:  # pragma: no cover - is_store found a manifest
             raise InputError(f"{root}: no committed runs")
         if run is None:
@@ -494,7 +495,7 @@ def open_run(path: PathLike, *, run: str | None = None) -> Run:
             raise InputError(f"{root}: no committed run {run!r}; runs: {known}")
         counts = found["counts"]
         return Run(
-            _load("store").Store(root).run_dir(run), store=root, run_id=run,
+            Store(root).run_dir(run), store=root, run_id=run,
             counts=Counts(counts["read"], counts["scored"], counts["reused"], counts["rejected"]),
         )
     if run is not None:
@@ -568,7 +569,9 @@ class Run:
         """The result of one read-only SQL statement over the run's views, under the rules of
         ``rag-eval query`` (docs/query-security.md; refused statements raise
         :class:`pipeline.views.QueryRefused`)."""
-        return _load("views").run_query(self._views_root, sql, run=self.run_id)
+        from pipeline.views import run_query
+
+        return run_query(self._views_root, sql, run=self.run_id)
 
     def stats(
         self, by: Sequence[str | Sequence[str]] = (), *, resamples: int | None = None,
@@ -577,17 +580,19 @@ class Run:
         """Bootstrap intervals and paired model comparisons, as ``rag-eval stats``: written
         (output directory, views rebuilt) and returned. ``by``: extra slices, each columns of
         the scores (``"question_type,noise_level"`` or a tuple)."""
-        statistics = _load("stats")
-        resamples = statistics.DEFAULT_RESAMPLES if resamples is None else resamples
-        seed = statistics.DEFAULT_SEED if seed is None else seed
+        from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
+        from pipeline.views import build_views
+
+        resamples = DEFAULT_RESAMPLES if resamples is None else resamples
+        seed = DEFAULT_SEED if seed is None else seed
         if self.store is not None:
             with tempfile.TemporaryDirectory(prefix="rag-eval-stats-") as tmp:
-                found = statistics.write_stats(Path(tmp), resamples=resamples, seed=seed,
+                found = write_stats(Path(tmp), resamples=resamples, seed=seed,
                                                scores=self.scores, by=by)
                 return Statistics(pl.read_parquet(found.intervals_path),
                                   pl.read_parquet(found.comparisons_path), None)
-        summary = statistics.write_stats(self.path, resamples=resamples, seed=seed, by=by)
-        _load("views").build_views(self.path)
+        summary = write_stats(self.path, resamples=resamples, seed=seed, by=by)
+        build_views(self.path)
         return Statistics(pl.read_parquet(summary.intervals_path),
                           pl.read_parquet(summary.comparisons_path), summary)
 
@@ -596,20 +601,22 @@ class Run:
         """Write the self-contained HTML report to ``path``, as ``rag-eval report``; with
         ``baseline``, a run comparison section against it (``force``: even when the runs'
         settings differ). Returns ``path``."""
-        target = _load("io.atomic").check_output_file(Path(path))
-        write_report = _load("report").write_report
+        from pipeline.compare import compare
+        from pipeline.report import write_report
+
+        target = atomic.check_output_file(Path(path))
         with contextlib.ExitStack() as stack:
             directory = stack.enter_context(self._directory())
             diff = regressed = None
             if baseline is not None:
                 other = stack.enter_context(_run(baseline)._directory())
-                comparison = _load("compare").compare(other, directory, force=force)
+                comparison = compare(other, directory, force=force)
                 diff, regressed = comparison.deltas, comparison.regressed
             title = None if self.store is None else f"Evaluation report: {self.run_id}"
             written: Path = write_report(directory, target, diff=diff, regressed=regressed,
                                          title=title)
         if self.store is None:
-            _load("io.atomic").record_output(self.path, EXTRA_OUTPUTS_FILE, [written])
+            atomic.record_output(self.path, EXTRA_OUTPUTS_FILE, [written])
         return written
 
     def compare(
@@ -629,22 +636,20 @@ class Run:
         a model's mean, default answer_f1 and answer_em 0.02; ``max_regressed_items``).
         ``out``: also write the four tables there (``rag-eval compare`` writes them to
         ``THIS/compare``)."""
-        comparing = _load("compare")
-        statistics = _load("stats")
+        from pipeline import compare as comparing
+        from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
         drops = dict(comparing.DEFAULT_MAX_DROP if max_drop is None else max_drop)
-        known = {*_load("metrics.registry").REGISTRY, *self.scores.collect_schema().names()}
-        unknown = sorted(name for name in drops if name not in known)  # user metrics: columns
-        if unknown:
-            raise ConfigError(f"max_drop names unknown metric(s): {', '.join(unknown)}")
+        base = _run(baseline)
+        check_gate_metrics(drops, self, base)
         gate = comparing.Gate(max_drop=drops, max_regressed_items=max_regressed_items)
-        atomic = _load("io.atomic")
         if out is not None:
             atomic.check_output_dir(Path(out))
-        with self._directory() as mine, _run(baseline)._directory() as theirs:
+        with self._directory() as mine, base._directory() as theirs:
             comparison = comparing.compare(
                 theirs, mine, gate=gate, force=force,
-                resamples=statistics.DEFAULT_RESAMPLES if resamples is None else resamples,
-                seed=statistics.DEFAULT_SEED if seed is None else seed,
+                resamples=DEFAULT_RESAMPLES if resamples is None else resamples,
+                seed=DEFAULT_SEED if seed is None else seed,
             )
         if out is not None:
             target = atomic.output_dir(Path(out))
@@ -656,6 +661,23 @@ class Run:
                                      [target / name for name in names])
         return Compared(comparison, not comparison.failures)
 
+    def metrics(self) -> dict[str, MetricSpec]:
+        """The metrics of this run's scores by name, built-in ones in registry order, then the
+        user-defined ones (family ``user``, kind and direction read from the signature:
+        :func:`pipeline.metrics.user.scores_catalog`)."""
+        from pipeline.metrics.user import scores_catalog
+
+        if self.store is None and not (self.path / SCORES_FILE).is_file():
+            raise InputError(f"{self.path}: no {SCORES_FILE} here; run `rag-eval evaluate "
+                             f"--out {self.path}` first")
+        scan = self.scores
+        schema = scan.collect_schema()
+        signatures: list[str] = []
+        if "signature" in schema:
+            found = scan.select(pl.col("signature").unique()).collect()
+            signatures = found["signature"].drop_nulls().to_list()
+        return scores_catalog(schema, signatures)
+
     def export(self, path: PathLike, *, format: str | None = None, layout: str = "wide",
                neutralize_formulas: bool = True) -> int:
         """Write the per-row results with their texts as one table, as ``rag-eval export``;
@@ -663,18 +685,22 @@ class Run:
         extension of ``path``); ``layout``: ``wide`` or ``enhanced-framework``
         (docs/compat.md); ``neutralize_formulas``: quote spreadsheet formulas in text
         formats."""
+        from pipeline.export import export
+
         target = Path(path)
         fmt = format or target.suffix.lstrip(".").lower() or "tsv"
         with self._directory() as directory:
-            rows: int = _load("export").export(directory, target, fmt,
-                                               neutralize=neutralize_formulas, layout=layout)
+            rows: int = export(directory, target, fmt, neutralize=neutralize_formulas,
+                               layout=layout)
         return rows
 
     def checkout(self, out: PathLike) -> Run:
         """Copy this store run into the output directory ``out``, as ``rag-eval checkout``."""
         if self.store is None:
             raise ConfigError(f"{self.path} is an output directory, not a store run")
-        _load("store").checkout_run(self.store, self.run_id, Path(out))
+        from pipeline.store import checkout_run
+
+        checkout_run(self.store, self.run_id, Path(out))
         return Run(Path(out), counts=self._counts)
 
     @property
@@ -693,4 +719,33 @@ class Run:
 
 def _run(run: Run | PathLike) -> Run:
     return run if isinstance(run, Run) else Run(run)
+
+
+def check_gate_metrics(names: Iterable[str], run: Run, baseline: Run, *,
+                       what: str = "max_drop") -> None:
+    """Raise :class:`~pipeline.config.ConfigError` (one line, naming ``what``) unless every
+    name of ``names`` is a metric the regression gate can check: a built-in metric (also as
+    the tables name its mean, ``abstain_rate``), or a user-defined metric that both ``run``
+    and ``baseline`` scored (a metric column of both, :meth:`Run.metrics`). The line lists
+    the metrics of both runs and the closest known name."""
+    from pipeline.metrics.registry import REGISTRY
+    from pipeline.stats import metric_name
+
+    names = list(names)
+    if all(name in REGISTRY for name in names):
+        return  # the runs' files are not read for the built-in gate
+    mine, theirs = run.metrics(), baseline.metrics()
+    both = [name for name in mine if name in theirs]
+    user = {name for name in both if mine[name].family == "user"}
+    known = {*REGISTRY, *(metric_name(name) for name in REGISTRY), *user}
+    listed = ", ".join(both) or "none"
+    for name in names:
+        if name in known:
+            continue
+        if name in mine or name in theirs:
+            where = "this run" if name in mine else "the baseline"
+            raise ConfigError(f"{what}: metric {name!r} is a column of {where} only; the gate "
+                              f"compares metrics of both runs: {listed}")
+        raise ConfigError(f"{what}: unknown metric {name!r}{did_you_mean(name, known)}; "
+                          f"metrics of both runs: {listed}")
 

@@ -335,8 +335,23 @@ def test_import_pipeline_is_light() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_pipeline_evaluate_is_the_api_function() -> None:
+    import pipeline.drivers  # the run drivers' module: no longer pipeline.evaluate
+
+    assert pipeline.evaluate is pipeline.api.evaluate
+    assert pipeline.drivers.evaluate is not pipeline.evaluate
+    code = (  # in a fresh interpreter, the drivers imported first
+        "import pipeline.drivers, pipeline.api\n"
+        "import pipeline\n"
+        "assert pipeline.evaluate is pipeline.api.evaluate, pipeline.evaluate\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_package_names() -> None:
-    for name in ("score", "open_run", "Run", "Scored", "metric"):
+    for name in ("score", "evaluate", "open_run", "Run", "Scored", "metric"):
         assert name in pipeline.__all__ and callable(getattr(pipeline, name))
     assert pipeline.metric is user.metric
     with pytest.raises(AttributeError, match="no_such_name"):

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from test_grounding import Chosen
 
 from pipeline.config import Config, load_config
+from pipeline.drivers import evaluate
 from pipeline.embed import CachedEmbedder, EmbeddingCache
-from pipeline.evaluate import evaluate
 from pipeline.metrics.registry import resolve
 from pipeline.metrics.robustness.rgb_app import (
     app_correct,

@@ -13,7 +13,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import evaluate as evaluate_module
+from pipeline import drivers as evaluate_module
 from pipeline.cli import EXIT_OK, main
 from pipeline.config import load_config
 from pipeline.engines import local

@@ -9,7 +9,7 @@ import pytest
 from conftest import records
 
 from pipeline.config import Config
-from pipeline.evaluate import SCORES_FILE, batch_rows_for, evaluate
+from pipeline.drivers import SCORES_FILE, batch_rows_for, evaluate
 from pipeline.metrics.lexical.tfidf import IdfTable
 from pipeline.metrics.registry import REGISTRY
 from pipeline.scoring import RECORD_BATCH_SCHEMA, BatchScorer, CorpusStats, row_hashes

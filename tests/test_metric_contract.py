@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from pipeline.config import Config
-from pipeline.evaluate import evaluate
+from pipeline.drivers import evaluate
 from pipeline.metrics import registry
 from pipeline.metrics.registry import REGISTRY
 from pipeline.metrics.spec import AGGREGATES, MetricSpec, count, derive_kind

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.io.pairs import PairResult, read_prediction_pair
-from pipeline.io.readers import JSON_VALUE, read_records
+from pipeline.io.readers import JSON_VALUE, read_frame, read_records
 from pipeline.schema import REJECTED_SCHEMA, InputError, MissingColumnError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples"
@@ -510,3 +510,19 @@ def test_legacy_examples() -> None:
     )
     assert two.records["id"].to_list() == ["0", "1", "2"]
     assert two.records["gold_citations"].to_list() == [[1, 2], [3], []]
+
+
+def test_read_frame_reads_an_in_memory_frame_as_the_parquet_reader(tmp_path: Path) -> None:
+    frame = pl.DataFrame(ROWS).drop("id").rename({"question": "user_input"})
+    path = tmp_path / "rows.parquet"
+    frame.write_parquet(path)
+    config = Config(input_labels={"<data>": {"run": "r1"}, str(path): {"run": "r1"}})
+    from_file = read_records(path, config)
+    for data in (frame, frame.lazy()):
+        read = read_frame(data, "<data>", config)
+        assert read.drop("source").equals(from_file.drop("source"))  # derived ids, labels
+        assert read["source"].unique().to_list() == ["<data>"]
+    with pytest.raises(InputError, match="<data>: the data holds no records"):
+        read_frame(frame.clear(), "<data>", config)
+    with pytest.raises(MissingColumnError, match="response"):
+        read_frame(frame.drop("response"), "<data>", Config())

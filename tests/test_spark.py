@@ -21,9 +21,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pipeline.config import Config
+from pipeline.drivers import evaluate, evaluate_spark
 from pipeline.engines.local import stream_scores
 from pipeline.engines.spark import local_session
-from pipeline.evaluate import evaluate, evaluate_spark
 from pipeline.metrics.registry import resolve
 from pipeline.metrics.user import load_plugins, sql_metric
 from pipeline.schema import MissingColumnError

@@ -21,7 +21,7 @@ from test_views import rejected_frame, scores_frame
 
 from pipeline.cli import EXIT_ERROR, EXIT_OK, main
 from pipeline.config import Config
-from pipeline.evaluate import evaluate
+from pipeline.drivers import evaluate
 from pipeline.metrics.registry import REGISTRY
 from pipeline.schema import InputError
 from pipeline.stats import (

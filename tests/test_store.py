@@ -23,7 +23,7 @@ import pytest
 
 from pipeline.cli import EXIT_BUSY, main
 from pipeline.config import Config
-from pipeline.evaluate import evaluate, evaluate_to_store
+from pipeline.drivers import evaluate, evaluate_to_store
 from pipeline.schema import InputError
 from pipeline.scoring import BatchScorer
 from pipeline.store import (

@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.compare import Gate, compare
 from pipeline.config import Config, ConfigError, UserMetricDef, load_config
-from pipeline.evaluate import evaluate, evaluate_to_store
+from pipeline.drivers import evaluate, evaluate_to_store
 from pipeline.export import export_table
 from pipeline.metrics.user import (
     UserMetricError,
@@ -282,3 +282,196 @@ def test_the_docs_python_examples_run(tmp_path: Path, monkeypatch: pytest.Monkey
     ]
     monkeypatch.chdir(tmp_path)
     exec(compile(api, "docs/custom-metrics.md", "exec"), {})
+
+
+# --- the command line: --plugin, compare --max-drop, rag-eval metrics ----------------------------
+
+TEAM = ("answer_length_ok", "mentions_reference")
+EXAMPLE_PACKAGE = {"response_words": "count", "digit_share": "score"}
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from pipeline.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("plugin", ["team_metrics.py", "team_metrics"])
+def test_evaluate_plugin_takes_a_file_or_a_module_name(
+    plugin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    records = _records(tmp_path)
+    monkeypatch.chdir(PLUGINS)  # a module name is found in the current directory
+    code, _, err = _cli(capsys, "evaluate", "--input", str(records), "--out",
+                        str(tmp_path / "out"), "--metrics", "answer_em,user", "--plugin", plugin,
+                        "--no-stats", "--no-progress")
+    assert code == 0, err
+    scores = pl.read_parquet(tmp_path / "out" / "scores.parquet")
+    assert set(TEAM) <= set(scores.columns) and "has_url" not in scores.columns
+    assert scores["mentions_reference"].dtype == pl.Int8
+
+
+def test_plugin_flags_come_after_the_config_modules(tmp_path: Path) -> None:
+    from pipeline.cli import _parser
+    from pipeline.cli.common import config_from_args
+
+    team = str(PLUGINS / "team_metrics.py")
+    path = tmp_path / "rag-eval.toml"
+    path.write_text(f'[plugins]\nmodules = ["{team}"]\n', encoding="utf-8")
+    module = tmp_path / "flag_metrics.py"
+    module.write_text(
+        "import polars as pl\n\nimport pipeline\n\n\n"
+        "@pipeline.metric(kind='count', needs=('question',))\n"
+        "def question_words(question: pl.Expr) -> pl.Expr:\n"
+        "    return question.str.split(' ').list.len()\n",
+        encoding="utf-8",
+    )
+    args = _parser().parse_args(["validate", "--input", "x.jsonl", "--config", str(path),
+                                 "--plugin", str(module), "--plugin", team])
+    config = config_from_args(args)
+    assert config.plugins == (team, str(module))  # the file's first, each once
+    assert [d.name for d in config.user_metrics] == [*TEAM, "question_words"]
+
+
+def test_validate_loads_plugins_and_refuses_a_broken_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = str(_records(tmp_path))
+    code, out, err = _cli(capsys, "validate", "--input", records,
+                          "--plugin", str(PLUGINS / "team_metrics.py"))
+    assert code == 0 and "300 valid" in out, err
+    code, _, err = _cli(capsys, "validate", "--input", records,
+                        "--plugin", str(PLUGINS / "short_batch.py"))
+    assert code == 2
+    assert "returned 1 values for a batch of 2 rows" in _one_error_line(err)
+    code, _, err = _cli(capsys, "validate", "--input", records, "--plugin", "no_such_plugin_xyz")
+    assert code == 2
+    assert "plug-in 'no_such_plugin_xyz' cannot be imported" in _one_error_line(err)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "validate", "metrics"])
+def test_help_documents_plugin(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli import main
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--plugin MODULE" in text
+    assert "a module name, found in the current directory or the installed packages, or the " \
+           "path of a .py file (repeatable; after the config's [plugins] modules" in text
+
+
+def test_compare_max_drop_takes_a_user_metric_of_both_runs(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Run B: the same rows without URLs, so has_url falls from 0.25 to 0 for every model.
+    evaluate([_records(tmp_path)], tmp_path / "b", _config(tmp_path), stats=False)
+    code, out, err = _cli(capsys, "compare", str(run), str(tmp_path / "b"), "--resamples", "200",
+                          "--max-drop", "has_url=0.05", "--max-drop", "answer_length_ok=0.5")
+    assert code == 3, err
+    assert "regression gate FAILED" in out and out.count("has_url fell by") == 3
+    assert "answer_length_ok fell" not in out
+
+    code, _, err = _cli(capsys, "compare", str(run), str(tmp_path / "b"), "--max-drop",
+                        "has_ulr=0.05")
+    line = _one_error_line(err)
+    assert code == 2
+    assert "--max-drop: unknown metric 'has_ulr' (did you mean 'has_url'?)" in line
+    known = line.split("metrics of both runs: ")[1].split(", ")
+    assert {"answer_em", "answer_f1", *USER} <= set(known) and "row_hash" not in known
+
+    # A user metric that the baseline scored and this run did not: nothing to compare.
+    sql_only = CONFIG.replace(f'[plugins]\nmodules = ["{PLUGINS / "team_metrics.py"}"]\n', "")
+    evaluate([_records(tmp_path)], tmp_path / "c", _config(tmp_path, sql_only), stats=False)
+    code, _, err = _cli(capsys, "compare", str(run), str(tmp_path / "c"), "--max-drop",
+                        "answer_length_ok=0.1")
+    assert code == 2
+    assert "'answer_length_ok' is a column of the baseline only" in _one_error_line(err)
+    # Built-in names are checked without reading the runs; syntax errors stay one line.
+    code, _, err = _cli(capsys, "compare", str(run), str(tmp_path / "b"), "--max-drop", "x")
+    assert code == 2 and "--max-drop expects METRIC=NUMBER" in _one_error_line(err)
+
+
+def _table_rows(out: str) -> dict[str, list[str]]:
+    """``rag-eval metrics`` table: metric -> its cells."""
+    rows: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.strip("│").split("┆")]
+        if len(cells) == 6 and cells[0] and cells[0] != "metric":
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_metrics_lists_user_metrics_after_the_built_ins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline.metrics.registry import REGISTRY
+
+    config = tmp_path / "rag-eval.toml"
+    config.write_text(CONFIG.split("[plugins]")[0], encoding="utf-8")  # the SQL metric only
+    monkeypatch.chdir(PLUGINS)
+    code, out, err = _cli(capsys, "metrics", "--config", str(config),
+                          "--plugin", "team_metrics.py")
+    assert code == 0, err
+    rows = _table_rows(out)
+    assert list(rows)[: len(REGISTRY)] == list(REGISTRY)
+    assert list(rows)[len(REGISTRY):] == ["has_url", *TEAM, *EXAMPLE_PACKAGE]
+    assert all(rows[name][2] == "built-in" for name in REGISTRY)
+    assert rows["has_url"][1:5] == ["user", "config", "flag", "Int8"]
+    assert rows["has_url"][5] == "The response contains a URL."
+    assert rows["answer_length_ok"][1:5] == ["user", "plug-in team_metrics.py", "score",
+                                             "Float64"]
+    assert rows["mentions_reference"][2:4] == ["plug-in team_metrics.py", "flag"]
+    for name, kind in EXAMPLE_PACKAGE.items():
+        assert rows[name][1:4] == ["user", "package rag-eval-example-metrics", kind]
+    assert rows["digit_share"][5] == "Share of digits in the response."
+
+
+def test_metrics_without_flags_lists_the_installed_packages(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, "metrics")
+    rows = _table_rows(out)
+    assert code == 0
+    assert [name for name, cells in rows.items() if cells[1] == "user"] == list(EXAMPLE_PACKAGE)
+    assert rows["response_words"][3:5] == ["count", "Int64"]
+
+
+def test_metrics_markdown_adds_a_table_of_user_metrics(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline.metrics.registry import markdown_table
+
+    code, out, _ = _cli(capsys, "metrics", "--format", "markdown",
+                        "--plugin", str(PLUGINS / "team_metrics.py"))
+    assert code == 0
+    builtin, _, user = out.partition("\n\nUser-defined metrics:\n\n")
+    assert builtin == markdown_table()  # the catalogue of docs/metrics.md, unchanged
+    lines = user.strip().splitlines()
+    assert lines[0] == ("| metric | family | origin | kind | dtype | range | better | "
+                        "description |")
+    assert lines[2] == (f"| `answer_length_ok` | user | plug-in {PLUGINS / 'team_metrics.py'} | "
+                        "score | Float64 | [0, 1] | higher | 1 up to 12 words, then falling. "
+                        "Nullable. |")
+    assert [line.split(" | ")[0] for line in lines[2:]] == [
+        "| `answer_length_ok`", "| `mentions_reference`", "| `response_words`", "| `digit_share`"
+    ]
+
+
+def test_metrics_refuses_a_broken_definition_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "broken.toml"
+    config.write_text('[metrics.x]\nsql = "upper(response)"\nkind = "flag"\n', encoding="utf-8")
+    code, out, err = _cli(capsys, "metrics", "--config", str(config))
+    assert code == 2 and not out
+    assert "a flag cannot be" in _one_error_line(err)

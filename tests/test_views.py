@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import citation_prf
 
-from pipeline import evaluate
+from pipeline import drivers
 from pipeline.config import Config
 from pipeline.metrics.registry import REGISTRY
 from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, InputError
@@ -243,7 +243,7 @@ def test_missing_outputs_are_an_input_error(tmp_path: Path) -> None:
 
 
 def test_file_names_match_the_evaluate_driver() -> None:
-    assert (SCORES_FILE, REJECTED_FILE) == (evaluate.SCORES_FILE, evaluate.REJECTED_FILE)
+    assert (SCORES_FILE, REJECTED_FILE) == (drivers.SCORES_FILE, drivers.REJECTED_FILE)
 
 
 # --- failures name the file and keep the previous database ----------------------------------

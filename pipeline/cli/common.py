@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import polars as pl
 from tqdm import tqdm
 
 from pipeline.config import Config, ConfigError, load_config
-from pipeline.evaluate import rejection_reasons
+from pipeline.drivers import rejection_reasons
 from pipeline.io.readers import record_count
 from pipeline.metrics.user import load_plugins
 from pipeline.metrics.user import resolve as resolve_metrics
@@ -140,6 +141,15 @@ def add_inputs(p: argparse.ArgumentParser) -> None:
                    help="read canonical column CANONICAL from the files' column NAME, e.g. "
                         "response=answer (repeatable; over the config's [columns])")
     p.add_argument("--config", type=Path, help="TOML configuration file")
+    add_plugin_option(p)
+
+
+def add_plugin_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import a plug-in of user-defined metrics (@pipeline.metric functions): "
+                        "a module name, found in the current directory or the installed "
+                        "packages, or the path of a .py file (repeatable; after the config's "
+                        "[plugins] modules; docs/custom-metrics.md)")
 
 
 # --- the configuration from flags ---------------------------------------------------------------
@@ -181,16 +191,24 @@ def config_from_args(args: argparse.Namespace) -> Config:
     metrics = None
     if getattr(args, "metrics", None):
         metrics = tuple(m for m in args.metrics.split(",") if m.strip())
-    config = load_plugins(load_config(
+    config = load_config(
         args.config,
         metrics=metrics,
         embedding_backend=getattr(args, "embedding_backend", None),
         embedding_cache_dir=getattr(args, "cache_dir", None),
         columns=column_mapping(getattr(args, "column", [])),
         input_labels=input_labels(args) or None,
-    ))
+    )
+    config = load_plugins(with_plugins(config, getattr(args, "plugin", None) or ()))
     resolve_metrics(config)  # fail before reading anything
     return config
+
+
+def with_plugins(config: Config, modules: Sequence[str]) -> Config:
+    """``config`` with the ``--plugin`` modules after its ``[plugins] modules`` (each once)."""
+    if not modules:
+        return config
+    return replace(config, plugins=tuple(dict.fromkeys([*config.plugins, *modules])))
 
 
 def require_inputs(args: argparse.Namespace) -> None:

@@ -28,7 +28,7 @@ Python code as the single-machine engine, called on Arrow data by Spark:
 6. Write the store run (:mod:`pipeline.store` layout) into the staged run directory: scores
    with ``partitionBy("model")``, ``rejected/`` and ``texts/``. The store transaction around
    it (lock, stage, commit, views) is :meth:`pipeline.store.Store.transaction`, the same as for
-   the local engine (:func:`pipeline.evaluate.evaluate_spark`).
+   the local engine (:func:`pipeline.drivers.evaluate_spark`).
 
 Incremental runs reuse a compatible earlier run's scores by ``row_hash`` (a join) and score only
 the rest (an anti join), as ``local._split_incremental`` does; when the corpus statistics

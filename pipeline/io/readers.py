@@ -125,6 +125,30 @@ def read_records(path: str | Path, config: Config) -> pl.DataFrame:
     return frame
 
 
+def read_frame(
+    frame: pl.DataFrame | pl.LazyFrame, source: str, config: Config
+) -> pl.DataFrame:
+    """An in-memory frame read as :func:`read_records` reads a Parquet file with its columns:
+    the canonical columns (``config.columns``, known layouts, SQuAD answers), ``source`` (as
+    given, the name its rows are reported under), ``row_number``, Python list reprs as JSON,
+    derived ids and ``config.input_labels`` of ``source``. Only the columns it reads are
+    collected from a LazyFrame.
+
+    Raises :class:`~pipeline.schema.MissingColumnError` when a required column is absent and
+    :class:`~pipeline.schema.InputError` for a frame without rows.
+
+    >>> read_frame(pl.DataFrame({"user_input": ["Capital of France?"], "response": ["Paris"],
+    ...     "reference": ["Paris"], "extra": [1]}), "<data>", Config()).columns[:5]
+    ['id', 'question', 'reference', 'response', 'source']
+    """
+    lazy = frame.lazy()
+    plan = _require(lazy.collect_schema().names(), source, config)
+    found = lazy.select(plan.sources).collect()
+    if found.height == 0:
+        raise InputError(f"{source}: the data holds no records")
+    return _complete(_finish(found, plan, source), source, config)
+
+
 def record_count(path: str | Path) -> int | None:
     """The number of records of a Parquet file, from its metadata (nothing else is read); None
     for the text formats, whose records are known only once parsed, and unreadable files."""

@@ -12,7 +12,7 @@ families (lexical, relevance, semantic, grounding) in :mod:`pipeline.metrics.tex
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import polars as pl
 
@@ -436,22 +436,25 @@ def metric_expressions(specs: Iterable[MetricSpec], inputs: Inputs) -> list[pl.E
     return [spec.build(inputs).cast(spec.dtype).alias(spec.name) for spec in specs]
 
 
-def markdown_table() -> str:
-    """The metric catalogue as a Markdown table (embedded in ``docs/metrics.md``)."""
-    lines = [
-        "| metric | family | kind | dtype | range | better | description |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for spec in _SPECS:
+def markdown_table(
+    specs: Iterable[MetricSpec] | None = None, *, origins: Mapping[str, str] | None = None
+) -> str:
+    """The metric catalogue as a Markdown table (embedded in ``docs/metrics.md``): the
+    registered metrics, or ``specs``; with ``origins`` (metric -> where it is defined), an
+    ``origin`` column after ``family``."""
+    header = ["metric", "family", *(["origin"] if origins is not None else []), "kind", "dtype",
+              "range", "better", "description"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for spec in _SPECS if specs is None else specs:
         if spec.upper is not None:
-            value_range = f"[{spec.lower:g}, {spec.upper:g}]"
+            value_range = (f"[{spec.lower:g}, {spec.upper:g}]" if spec.lower is not None
+                           else f"<= {spec.upper:g}")
         else:
             value_range = f">= {spec.lower:g}" if spec.lower is not None else "any"
         better = {True: "higher", False: "lower", None: "-"}[spec.higher_is_better]
         nullable = " Nullable." if spec.nullable else ""
-        lines.append(
-            f"| `{spec.name}` | {spec.family} | {spec.kind} | {spec.dtype} | {value_range} | "
-            f"{better} | "
-            f"{spec.description}{nullable} |"
-        )
+        origin = [] if origins is None else [origins.get(spec.name, "built-in")]
+        cells = [f"`{spec.name}`", spec.family, *origin, str(spec.kind), str(spec.dtype),
+                 value_range, better, f"{spec.description}{nullable}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
