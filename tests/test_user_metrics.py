@@ -19,6 +19,7 @@ from pipeline.compare import Gate, compare
 from pipeline.config import Config, ConfigError, UserMetricDef, load_config
 from pipeline.drivers import evaluate, evaluate_to_store
 from pipeline.export import export_table
+from pipeline.metrics.registry import UnknownMetricError
 from pipeline.metrics.user import (
     UserMetricError,
     load_plugins,
@@ -276,7 +277,8 @@ def test_the_docs_python_examples_run(tmp_path: Path, monkeypatch: pytest.Monkey
     decorators, api = _blocks("python")
     module = tmp_path / "docs_metrics.py"
     module.write_text(decorators, encoding="utf-8")
-    config = load_plugins(Config(metrics=("answer_em", "user"), plugins=(str(module),)))
+    config = load_plugins(Config(metrics=("answer_em", "answer_words", "mentions_reference"),
+                                 plugins=(str(module),)))
     assert [s.name for s in resolve(config)] == [
         "answer_em", "answer_words", "mentions_reference"
     ]
@@ -475,3 +477,12 @@ def test_metrics_refuses_a_broken_definition_with_one_line(
     code, out, err = _cli(capsys, "metrics", "--config", str(config))
     assert code == 2 and not out
     assert "a flag cannot be" in _one_error_line(err)
+
+
+def test_the_family_user_selects_installed_metrics_and_nothing_when_none_exist() -> None:
+    config = load_plugins(Config(metrics=("answer_em", "user")))
+    names = [s.name for s in resolve(config)]
+    assert names[0] == "answer_em" and {"response_words", "digit_share"} <= set(names)
+    assert [s.name for s in resolve(Config(metrics=("answer_em", "user")))] == ["answer_em"]
+    with pytest.raises(UnknownMetricError, match=r"the family 'user' selects no metric"):
+        resolve(Config(metrics=("user",)))

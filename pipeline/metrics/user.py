@@ -218,7 +218,9 @@ def load_plugins(config: Config) -> Config:
     names = {d.name for d in config.user_metrics}
     wanted = {name.strip() for name in config.metrics or ()}
     unknown = wanted - set(registry.REGISTRY) - set(registry.FAMILIES) - {USER_FAMILY}
-    if unknown - names - {d.name for d in defs}:  # entry points are read only when needed
+    if USER_FAMILY in wanted:  # the family: every user metric, installed ones included
+        defs += installed_metrics()
+    elif unknown - names - {d.name for d in defs}:  # entry points are read only when needed
         defs += [d for d in installed_metrics() if d.name in wanted]
     added = tuple(dict.fromkeys(d for d in defs if d.name not in names))
     return replace(config, user_metrics=(*config.user_metrics, *added)) if added else config
@@ -451,7 +453,15 @@ def resolve(config: Config, selection: Iterable[str] | None = None,
     ['answer_em', 'has_url']
     """
     chosen = selection if selection is not None else (config.metrics if selected else None)
-    return registry.resolve(chosen, extra=user_specs(config))
+    extra = user_specs(config)
+    if chosen is not None and not extra and USER_FAMILY in {n.strip() for n in chosen}:
+        chosen = [name for name in chosen if name.strip() != USER_FAMILY]
+        if not chosen:
+            raise registry.UnknownMetricError(
+                "the family 'user' selects no metric: no user-defined metric is defined "
+                "([metrics.NAME] in the config, --plugin, or an installed package)"
+            )
+    return registry.resolve(chosen, extra=extra)
 
 
 def is_user_metric(spec: MetricSpec) -> bool:
