@@ -75,6 +75,8 @@ class Comparison:
     missing_items: pl.DataFrame
     failures: tuple[str, ...]
     version_note: str | None
+    #: Items (:data:`ITEM_KEY`) both runs scored.
+    n_compared: int = 0
 
 
 def read_scores(run_dir: Path) -> pl.DataFrame:
@@ -191,6 +193,32 @@ def _only_in(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
                      nulls_equal=True).sort(*ITEM_KEY, nulls_last=True)
 
 
+def common_items(a: pl.DataFrame, b: pl.DataFrame) -> int:
+    """How many items (:data:`ITEM_KEY`) both runs scored: the pairs a comparison compares."""
+    keys = list(ITEM_KEY)
+    return a.select(keys).unique().join(
+        b.select(keys).unique(), on=keys, how="inner", nulls_equal=True
+    ).height
+
+
+def check_common_items(a: pl.DataFrame, b: pl.DataFrame) -> int:
+    """The number of common items; :class:`IncomparableRunsError` when there is none, saying
+    how items are matched and how ids are derived, the usual reason two runs of the same data
+    share none."""
+    shared = common_items(a, b)
+    if shared == 0:
+        n_a = a.select(list(ITEM_KEY)).unique().height
+        n_b = b.select(list(ITEM_KEY)).unique().height
+        raise IncomparableRunsError(
+            f"the two runs have no item in common (A: {n_a} items, B: {n_b}), so nothing can be "
+            f"compared; items are matched on ({', '.join(ITEM_KEY)}). An input without an id "
+            "column gets ids derived from each row's question and reference "
+            "(docs/input-formats.md#derived-ids), and a layout that maps another column to id "
+            "gives other ids: give both runs the same id column"
+        )
+    return shared
+
+
 def slice_deltas(a: pl.DataFrame, b: pl.DataFrame, *, resamples: int, seed: int) -> pl.DataFrame:
     """Per model, slice and metric: mean in A and B, delta = B - A, its paired 95% interval.
 
@@ -269,8 +297,13 @@ def compare(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> Comparison:
-    """Compare run B against run A (the baseline)."""
+    """Compare run B against run A (the baseline).
+
+    Refused (:class:`IncomparableRunsError`) when the runs have no item in common: a gate over
+    nothing would pass by accident.
+    """
     a, b = read_scores(run_a), read_scores(run_b)
+    n_compared = check_common_items(a, b)
     note = check_signatures(a, b, force=force)
     deltas = slice_deltas(a, b, resamples=resamples, seed=seed)
     regressed = regressed_items(a, b)
@@ -281,6 +314,7 @@ def compare(
         missing_items=_only_in(a, b),
         failures=gate_failures(deltas, regressed, gate or Gate()),
         version_note=note,
+        n_compared=n_compared,
     )
 
 
