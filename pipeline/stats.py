@@ -22,7 +22,11 @@ Two tables are written beside ``scores.parquet``:
   ``sum(w * id_sums) / sum(w * id_counts)``. ``wilson_low`` / ``wilson_high`` are the Wilson
   score interval (Wilson 1927) of binary metrics.
 * ``comparisons.parquet`` -- grain: one row per (model_a, model_b, slice, slice columns,
-  metric), ``model_a < model_b``. Rows of the two models are paired on (id, run, noise_level,
+  metric), ``model_a < model_b``. The pairs: every two models up to :data:`MAX_ALL_PAIRS`
+  models (``pairing`` = ``all pairs``); with more, each model and one baseline (``pairing`` =
+  ``baseline``, ``baseline`` its name): the model named, else the model with the best mean of
+  :data:`PRIMARY_METRIC` over all its rows (:class:`Pairing`). A pair's rows are the same
+  under either rule. Rows of the two models are paired on (id, run, noise_level,
   task), nulls equal; a question only one model answered is left out, and so is a key under
   which a model has several rows (which row to pair is ambiguous; a warning is logged).
   Default slices (:data:`COMPARISON_SLICES`): ``all`` and every non-null value of
@@ -74,22 +78,37 @@ global (one per table, from the distinct ids of all the scores):
   ``["permutation", "buckets"]`` on the bucket sums of the per-question differences: a sum of
   independent symmetric differences is symmetric, so the test stays a valid randomization
   test. The numbers depend on the seed and the data only; ``method`` names the buckets.
+  Every product with ``W`` has one shape (:data:`_PRODUCT_COLUMNS` columns, zero-padded), and a
+  group in at most 1/:data:`_SPARSE_RATIO` of the buckets is resampled from its own buckets,
+  so a group's numbers depend on its own sums only, not on the groups, slices or blocks
+  computed beside it.
 
 Both regimes give the same ``n``, ``mean``, Wilson intervals and McNemar tests (closed forms
 over the same counts). Float sums are added by ``np.bincount`` in row order, so the same input
-gives byte-identical files. Above :data:`PASS_ROWS` rows the rows are read in passes over
-disjoint sets of clusters (``cluster % passes``), which bounds memory by the rows of one pass
-plus groups x clusters; totals across passes may then differ from one pass in the last bit.
+gives byte-identical files.
+
+Memory. Sums are kept only for the (group, cluster) pairs that have rows, sorted by group
+(:class:`_Sums`; a grid of at most :data:`_DENSE_CELLS` cells x clusters is summed densely, with
+the same sums). Models (for the intervals) and model pairs (for the comparisons) are taken a
+block at a time whose estimated sums fit :data:`_BLOCK_BYTES`; a block is resampled in
+sub-blocks of the same budget and its rows are streamed to the Parquet file (a temporary file
+per slice of the intervals, joined in order at the end), so memory does not grow with the
+number of models, pairs, cells or slices. Up to :data:`PASS_ROWS` rows the coded rows are read
+once and kept; above, each block reads the rows of its models in passes over disjoint sets of
+clusters (``cluster % passes``; both tables share the passes when each is one block), which
+bounds memory by the rows of one pass; the comparisons' totals (``mean_a``, ``mean_b``) across
+passes may then differ from one pass in the last bit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import logging
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -98,8 +117,15 @@ from typing import Any
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
-from pipeline.io.atomic import write_parquet_atomic
+from pipeline.io.atomic import (
+    TMP_PREFIX,
+    atomic_path,
+    check_output_file,
+    owned_name,
+    write_parquet_atomic,
+)
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, SCORES_FILE
 from pipeline.metrics.registry import REGISTRY
 from pipeline.metrics.spec import MEAN_KINDS
@@ -116,9 +142,14 @@ __all__ = [
     "INTERVALS_FILE",
     "INTERVAL_SCHEMA",
     "INTERVAL_SLICES",
+    "MAX_ALL_PAIRS",
     "MAX_SLICE_CELLS",
     "METRIC_NAMES",
+    "PAIRING_ALL",
+    "PAIRING_BASELINE",
+    "PRIMARY_METRIC",
     "SLICE_COLUMNS",
+    "Pairing",
     "StatsSummary",
     "benjamini_hochberg",
     "binary_columns",
@@ -187,12 +218,35 @@ METRIC_NAMES: Mapping[str, str] = MappingProxyType({
 EXACT_MAX_IDS = 256
 #: Buckets of the bucketed regime (a power of two; see :func:`bucket_of`).
 BUCKETS = 1024
-#: Rows of the scores grouped by pairing key in one pass of the comparisons.
+#: Rows of the scores read in one pass (see :class:`_Rows`).
 PASS_ROWS = 2_000_000
+#: Up to this many models the comparisons pair every two of them; with more, each model is
+#: compared with one baseline model (``max_all_pairs`` of :func:`write_stats`).
+MAX_ALL_PAIRS = 20
+#: The metric whose best mean over all rows picks the baseline when none is named (without it,
+#: the first metric that has a better direction, in registry order).
+PRIMARY_METRIC = "answer_f1"
+#: Values of the ``pairing`` column of the comparisons: every two models, or each model and
+#: the ``baseline``.
+PAIRING_ALL = "all pairs"
+PAIRING_BASELINE = "baseline"
 
 #: Elements of one resampling matrix (B x n_ids): 2**24 float64 = 128 MiB; with the int32
 #: draws and the int64 counts behind it a chunk peaks near 320 MiB.
 _CHUNK_ELEMENTS = 2**24
+#: Bytes of sufficient statistics (and of resampled means) one block of work holds: models
+#: (pairs) are taken a block at a time, groups resampled a block at a time.
+_BLOCK_BYTES = 2**27
+#: A grid whose cells x clusters (of one model or pair) are at most this many is summed on a
+#: dense array; beyond, only the cells that have rows are kept.
+_DENSE_CELLS = 2**16
+#: In the bucketed regime a group in at most 1/this of the buckets is resampled by gathering
+#: its buckets instead of a dense column.
+_SPARSE_RATIO = 32
+#: Columns of every resampling product (BLAS sums in an order that depends on the shape).
+_PRODUCT_COLUMNS = 128
+#: Rows of one frame (one Parquet row group) of the tables.
+_FRAME_ROWS = 131_072
 
 #: Key columns whose type the scores contract fixes (others keep the type they have).
 _KEY_DTYPES: dict[str, pl.DataType] = {
@@ -231,6 +285,8 @@ _COMPARISON_VALUES: dict[str, pl.DataType] = {
     "significant": pl.Boolean(),
     "resamples": pl.Int64(),
     "seed": pl.Int64(),
+    "pairing": pl.String(),
+    "baseline": pl.String(),
 }
 
 
@@ -264,6 +320,10 @@ class StatsSummary:
     seed: int
     #: Names of the slices of the comparisons (the intervals have the same but ``task``).
     slices: tuple[str, ...] = ()
+    #: Which pairs the comparisons hold (:class:`Pairing`): the rule, the baseline, and why.
+    pairing: str = PAIRING_ALL
+    baseline: str | None = None
+    pairing_reason: str = ""
 
 
 # --------------------------------------------------------------------------- columns
@@ -566,9 +626,14 @@ def _percentile_interval(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     numpy's ``linear`` method (virtual index ``q (m - 1)`` over the ``m`` sorted non-NaN values),
     computed for all columns at once (``np.nanpercentile`` loops over columns in Python).
     """
-    ordered = np.sort(means, axis=0)  # NaN sorts last
-    valid = np.count_nonzero(~np.isnan(ordered), axis=0)
-    columns = np.arange(ordered.shape[1])
+    return _percentile_rows(np.ascontiguousarray(means.T))
+
+
+def _percentile_rows(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_percentile_interval` of each row of ``means`` (columns x resamples)."""
+    ordered = np.sort(means, axis=1)  # NaN sorts last
+    valid = np.count_nonzero(~np.isnan(ordered), axis=1)
+    rows = np.arange(ordered.shape[0])
     tail = (1.0 - CONFIDENCE) / 2.0
     bounds = []
     for q in (tail, 1.0 - tail):
@@ -576,10 +641,10 @@ def _percentile_interval(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         below = np.floor(position).astype(np.int64)
         above = np.minimum(below + 1, np.maximum(valid - 1, 0))
         fraction = position - below
-        if ordered.shape[0] == 0:
-            bounds.append(np.full(ordered.shape[1], np.nan))
+        if ordered.shape[1] == 0:
+            bounds.append(np.full(ordered.shape[0], np.nan))
             continue
-        low_value, high_value = ordered[below, columns], ordered[above, columns]
+        low_value, high_value = ordered[rows, below], ordered[rows, above]
         value = low_value + fraction * (high_value - low_value)
         bounds.append(np.where(valid > 0, value, np.nan))
     return bounds[0], bounds[1]
@@ -639,48 +704,124 @@ def _distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct, inverse
 
 
+def _fixed_products(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left @ right`` (float64) in blocks of :data:`_PRODUCT_COLUMNS` columns of ``right``,
+    the last block padded with zero columns.
+
+    BLAS adds in an order that depends on the shape of a product; with every product of one
+    shape, a column's result depends on that column alone, not on how many other columns
+    (groups, slices, blocks) are computed beside it.
+    """
+    out = np.empty((left.shape[0], right.shape[1]))
+    block = np.zeros((right.shape[0], _PRODUCT_COLUMNS))
+    for start in range(0, right.shape[1], _PRODUCT_COLUMNS):
+        width = min(_PRODUCT_COLUMNS, right.shape[1] - start)
+        block[:, :width] = right[:, start : start + width]
+        block[:, width:] = 0.0
+        out[:, start : start + width] = (left @ block)[:, :width]
+    return out
+
+
 def _bucket_bootstrap(
     sums: np.ndarray, counts: np.ndarray, weights: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of ``(w @ sums) / (w @ counts)`` per column (buckets x columns).
 
     Columns without counts are skipped (NaN); equal count columns (the metrics of a group
-    without missing values) share one product.
+    without missing values) share one product. The caller bounds the columns of one call.
     """
     resamples, buckets = weights.shape
     low, high = np.full(sums.shape[1], np.nan), np.full(sums.shape[1], np.nan)
     active = np.flatnonzero(counts.any(axis=0))
-    width = max(1, _CHUNK_ELEMENTS // max(buckets, resamples, 1))
-    for first in range(0, active.size, width):
-        block = active[first : first + width]
-        distinct, inverse = _distinct_columns(counts[:, block])
-        means = np.empty((resamples, block.size))
-        start = 0
-        for size in _chunks(resamples, buckets):
-            w = weights[start : start + size].astype(np.float64)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means[start : start + size] = (
-                    (w @ sums[:, block]) / (w @ distinct)[:, inverse]
-                )
-            start += size
-        low[block], high[block] = _percentile_interval(means)
+    if active.size == 0 or resamples == 0:
+        return low, high
+    distinct, inverse = _distinct_columns(counts[:, active])
+    means = np.empty((resamples, active.size))
+    start = 0
+    for size in _chunks(resamples, buckets):
+        w = weights[start : start + size].astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[start : start + size] = (
+                _fixed_products(w, sums[:, active]) / _fixed_products(w, distinct)[:, inverse]
+            )
+        start += size
+    low[active], high[active] = _percentile_interval(means)
     return low, high
 
 
-def _bucket_permutation_p(summed_diffs: np.ndarray, packed_signs: np.ndarray) -> np.ndarray:
-    """:func:`_permutation_p` with the signs of :func:`_bucket_signs` (buckets x columns)."""
+def _bucket_permutation_p(
+    summed_diffs: np.ndarray, packed_signs: np.ndarray, observed: np.ndarray,
+    tolerance: np.ndarray,
+) -> np.ndarray:
+    """:func:`_permutation_p` with the signs of :func:`_bucket_signs` (buckets x columns);
+    ``observed`` is ``|sum|`` of each column, ``tolerance`` as in :func:`_permutation_p`."""
     resamples = packed_signs.shape[0]
     buckets = packed_signs.shape[1] * 8
-    observed = np.abs(summed_diffs.sum(axis=0))
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(summed_diffs).sum(axis=0))
     extreme = np.zeros(summed_diffs.shape[1], dtype=np.int64)
     start = 0
     for size in _chunks(resamples, buckets):
         bits = np.unpackbits(packed_signs[start : start + size], axis=1)
         signs = 2.0 * bits.astype(np.float64) - 1.0
-        flipped = np.abs(signs @ summed_diffs)
+        flipped = np.abs(_fixed_products(signs, summed_diffs))
         extreme += np.count_nonzero(flipped >= observed - tolerance, axis=0)
         start += size
+    return (1.0 + extreme) / (resamples + 1.0)
+
+
+def _gathered_bootstrap(
+    s: _Sums, groups: np.ndarray, first: np.ndarray, nnz: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval (groups x metrics) of the resampled means of ``groups`` of ``s``
+    (``first`` entry and ``nnz`` entries of each group), each from the weights of its own
+    buckets only.
+
+    Groups with as many buckets are stacked into one product, whose every slice is computed
+    as the group's product alone: a group's means depend on its entries only.
+    """
+    resamples, metrics = weights.shape[0], s.sums.shape[0]
+    by_bucket = weights.T  # buckets x resamples
+    low, high = np.empty((groups.size, metrics)), np.empty((groups.size, metrics))
+    for size in np.unique(nnz[groups]).tolist():
+        where = np.flatnonzero(nnz[groups] == size)
+        step = max(1, _BLOCK_BYTES // (8 * max(resamples, 1) * (size + 3 * metrics)))
+        for start in range(0, where.size, step):
+            chosen = where[start : start + step]
+            entry = first[groups[chosen]][:, None] + np.arange(size)  # groups x size
+            w = by_bucket[s.cluster[entry]].astype(np.float64)  # groups x size x resamples
+            means = s.sums.T[entry].transpose(0, 2, 1) @ w  # groups x metrics x resamples
+            counts = s.counts.T[entry].transpose(0, 2, 1)
+            same = (counts == counts[:, :1]).all(axis=(1, 2))  # one product for all metrics
+            with np.errstate(invalid="ignore", divide="ignore"):
+                for pick, rows in ((same, slice(0, 1)), (~same, slice(None))):
+                    if pick.any():
+                        means[pick] /= counts[pick][:, rows] @ w[pick]
+            del w
+            bounds = _percentile_rows(means.reshape(chosen.size * metrics, resamples))
+            low[chosen], high[chosen] = (bound.reshape(-1, metrics) for bound in bounds)
+    return low, high
+
+
+def _gathered_permutation_p(
+    s: _Sums, groups: np.ndarray, first: np.ndarray, nnz: np.ndarray,
+    packed_signs: np.ndarray, observed: np.ndarray, tolerance: np.ndarray,
+) -> np.ndarray:
+    """:func:`_bucket_permutation_p` for ``groups`` of ``s`` from the signs of their own
+    buckets (as :func:`_gathered_bootstrap`): groups x metrics."""
+    resamples, metrics = packed_signs.shape[0], s.sums.shape[0]
+    by_byte = np.ascontiguousarray(packed_signs.T)  # bucket bytes x resamples
+    extreme = np.zeros((groups.size, metrics), dtype=np.int64)
+    for size in np.unique(nnz[groups]).tolist():
+        where = np.flatnonzero(nnz[groups] == size)
+        step = max(1, _BLOCK_BYTES // (8 * resamples * (size + 2 * metrics)))
+        for start in range(0, where.size, step):
+            chosen = where[start : start + step]
+            entry = first[groups[chosen]][:, None] + np.arange(size)
+            bucket = s.cluster[entry]  # bit 7 - bucket % 8 of byte bucket // 8 keeps a sign
+            bits = (by_byte[bucket >> 3] >> (7 - (bucket & 7)).astype(np.uint8)[..., None]) & 1
+            signs = 2.0 * bits.astype(np.float64) - 1.0  # groups x size x resamples
+            flipped = np.abs(s.sums.T[entry].transpose(0, 2, 1) @ signs)
+            bound = observed[groups[chosen]] - tolerance[groups[chosen]]
+            extreme[chosen] = np.count_nonzero(flipped >= bound[:, :, None], axis=2)
     return (1.0 + extreme) / (resamples + 1.0)
 
 
@@ -752,6 +893,7 @@ class _Layout:
     metrics: list[str]
     binary: np.ndarray
     rows: int
+    model_rows: np.ndarray  # rows per model code (null model last)
 
     def size(self, column: str) -> int:
         """Codes of a key column: its values and null."""
@@ -760,6 +902,10 @@ class _Layout:
     def cells(self, columns: Sequence[str]) -> list[tuple[Any, ...]]:
         """Every combination of non-null values of ``columns``, in the order of the grids."""
         return list(itertools.product(*(self.values[c] for c in columns)))
+
+    def n_cells(self, columns: Sequence[str]) -> int:
+        """The number of combinations of non-null values of ``columns``."""
+        return math.prod(len(self.values[c]) for c in columns)
 
 
 def _layout(
@@ -775,10 +921,10 @@ def _layout(
     key_columns = tuple(dict.fromkeys((*SLICE_COLUMNS, *used)))
     dtypes = {c: _key_dtype(c, schema.get(c)) for c in dict.fromkeys((*coded, *key_columns))}
     present = [c for c in coded if c in schema]
-    ids, rows, *dictionaries = pl.collect_all(
+    ids, per_model, *dictionaries = pl.collect_all(
         [
             lf.select(pl.col("id").unique()),
-            lf.select(pl.len()),
+            lf.group_by(pl.col("model").cast(dtypes["model"])).agg(pl.len().alias("rows")),
             *(lf.select(pl.col(c).cast(dtypes[c]).drop_nulls().unique()) for c in present),
         ],
         engine="streaming",
@@ -793,6 +939,10 @@ def _layout(
                 f"slice {slice_name(columns)!r} has {cells} combinations of values ({counts} "
                 f"distinct values); at most {MAX_SLICE_CELLS}"
             )
+    code_of = {model: code for code, model in enumerate(values["model"])}
+    model_rows = np.zeros(len(values["model"]) + 1, dtype=np.int64)
+    for model, n in per_model.iter_rows():
+        model_rows[code_of.get(model, len(values["model"]))] += n
     id_values = ids["id"].sort(nulls_last=False)  # the order of the exact bootstrap's ranks
     idx = pl.Series("idx", np.arange(id_values.len(), dtype=np.uint32))
     exact = id_values.len() <= exact_max_ids
@@ -810,16 +960,22 @@ def _layout(
         comparison_grids=comparison_grids,
         metrics=metrics,
         binary=np.array([m in binary_set for m in metrics], dtype=bool),
-        rows=int(rows.item()),
+        rows=int(model_rows.sum()),
+        model_rows=model_rows,
     )
 
 
+#: The coded rows of one pass: integer codes of the key columns, ``idx`` and ``cluster``; and
+#: one float array per metric (NaN for null or NaN).
+_Batch = tuple[dict[str, np.ndarray], list[np.ndarray]]
+
+
 def _passes(
-    lf: pl.LazyFrame, layout: _Layout
-) -> Iterator[tuple[dict[str, np.ndarray], list[np.ndarray]]]:
-    """The rows in passes over disjoint sets of clusters of about :data:`PASS_ROWS` rows each:
-    integer codes of the key columns, ``idx`` and ``cluster``, and one array per metric (NaN for
-    null or NaN). Only these columns are read; rows keep their order."""
+    lf: pl.LazyFrame, layout: _Layout, models: np.ndarray | None = None, passes: int = 1
+) -> Iterator[_Batch]:
+    """The rows of ``models`` (codes; None: all) in ``passes`` passes over disjoint sets of
+    clusters (``cluster % passes``). Only the key and metric columns are read; rows keep their
+    order."""
     codes = []
     for column, values in layout.values.items():
         if not values:
@@ -836,9 +992,18 @@ def _passes(
           for j, m in enumerate(layout.metrics)),
     ]
     names = [f"_m{j}" for j in range(len(layout.metrics))]
-    passes = max(1, math.ceil(layout.rows / PASS_ROWS))
+    source = lf
+    if models is not None and models.size < layout.size("model"):
+        known = layout.values["model"]
+        named = [known[i] for i in models.tolist() if i < len(known)]
+        wanted = pl.col("model").cast(layout.dtypes["model"]).is_in(
+            pl.Series(named, dtype=pl.String()).implode()
+        )
+        if len(named) < models.size:  # the null model
+            wanted = wanted | pl.col("model").is_null()
+        source = lf.filter(wanted)
     for part in range(passes):
-        mapping, rows = layout.mapping, lf
+        mapping, rows = layout.mapping, source
         if passes > 1:
             mapping = mapping.filter(pl.col("cluster") % passes == part)
             rows = rows.filter(pl.col("id").is_in(mapping["id"].implode(), nulls_equal=True))
@@ -857,27 +1022,66 @@ def _passes(
         del arrays, columns_of_metrics  # before the next pass is read
 
 
-def _sum_by(
-    cell: np.ndarray, values: list[np.ndarray], size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cell sums and counts of the non-NaN ``values`` (metrics x rows): (metrics x size) each.
+class _Rows:
+    """The coded rows of the scores, the rows of a few models at a time.
 
-    ``np.bincount`` adds in row order, so the sums do not depend on anything but the rows.
+    Up to :data:`PASS_ROWS` rows in all, they are read once and kept (a block's rows are taken
+    from them in row order); beyond, each block reads the rows of its models in passes of
+    about :data:`PASS_ROWS` rows over disjoint sets of clusters (:func:`_passes`).
     """
-    sums = np.empty((len(values), size))
-    counts = np.empty((len(values), size))
-    rows = None
-    for j, column in enumerate(values):
+
+    def __init__(self, lf: pl.LazyFrame, layout: _Layout) -> None:
+        self.lf, self.layout = lf, layout
+        self._rows: _Batch | None = None
+        self._order = np.empty(0, dtype=np.int64)
+        self._starts = np.empty(0, dtype=np.int64)
+
+    def batches(self, models: np.ndarray) -> Iterator[_Batch]:
+        layout = self.layout
+        if layout.rows > PASS_ROWS:
+            rows = int(layout.model_rows[models].sum())
+            yield from _passes(self.lf, layout, models, max(1, math.ceil(rows / PASS_ROWS)))
+            return
+        if self._rows is None:
+            self._rows = next(_passes(self.lf, layout))
+            model = self._rows[0]["model"]
+            self._order = np.argsort(model, kind="stable")
+            self._starts = np.searchsorted(model[self._order], np.arange(layout.size("model") + 1))
+        if models.size == layout.size("model"):
+            yield self._rows
+            return
+        chosen = np.sort(np.concatenate(
+            [self._order[self._starts[i] : self._starts[i + 1]] for i in models.tolist()]
+        ))
+        codes, values = self._rows
+        yield {c: a[chosen] for c, a in codes.items()}, [v[chosen] for v in values]
+
+
+def _split(costs: Sequence[int], budget: int) -> list[np.ndarray]:
+    """Consecutive runs of ``range(len(costs))`` whose costs add up to at most ``budget``
+    (a run holds at least one)."""
+    runs: list[np.ndarray] = []
+    start, total = 0, 0
+    for i, cost in enumerate(costs):
+        if i > start and total + cost > budget:
+            runs.append(np.arange(start, i))
+            start, total = i, 0
+        total += cost
+    if start < len(costs):
+        runs.append(np.arange(start, len(costs)))
+    return runs
+
+
+def _row_weights(values: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per metric the weights of its sums and of its counts (None: every row counts)."""
+    weights: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for column in values:
         missing = np.isnan(column)
         if missing.any():
-            sums[j] = np.bincount(cell, weights=np.where(missing, 0.0, column), minlength=size)
-            counts[j] = np.bincount(cell, weights=(~missing).astype(np.float64), minlength=size)
+            weights.append((np.where(missing, 0.0, column), (~missing).astype(np.float64)))
         else:
-            sums[j] = np.bincount(cell, weights=column, minlength=size)
-            if rows is None:
-                rows = np.bincount(cell, minlength=size).astype(np.float64)
-            counts[j] = rows
-    return sums, counts
+            weights.append((column, None))
+    return weights
 
 
 def _fine_codes(
@@ -892,7 +1096,7 @@ def _fine_codes(
 
 
 def _marginals(fine: np.ndarray, lead: int, grid: _Grid, layout: _Layout) -> list[np.ndarray]:
-    """The slices of ``grid`` from its fine cells.
+    """The slices of ``grid`` from its dense fine cells.
 
     ``fine`` is ``(*lead axes, *grid sizes, clusters)`` with the null code last on every grid
     axis. One array per slice, ``(*lead axes, cells, clusters)``: the sums over the grid's other
@@ -913,178 +1117,320 @@ def _marginals(fine: np.ndarray, lead: int, grid: _Grid, layout: _Layout) -> lis
     return parts
 
 
+def _slice_cells_of(
+    fine: np.ndarray, columns: Sequence[str], grid: _Grid, layout: _Layout
+) -> tuple[np.ndarray, np.ndarray]:
+    """For fine cell codes of ``grid``: whether each is in a cell of the slice ``columns``
+    (no null in them) and that cell (row-major over the slice's columns, as
+    :meth:`_Layout.cells`)."""
+    digits: dict[str, np.ndarray] = {}
+    rest = fine
+    for column in reversed(grid.columns):
+        rest, digits[column] = np.divmod(rest, layout.size(column))
+    inside = np.ones(fine.size, dtype=bool)
+    cell = np.zeros(fine.size, dtype=np.int64)
+    for column in columns:
+        inside &= digits[column] < layout.size(column) - 1
+        cell = cell * (layout.size(column) - 1) + digits[column]
+    return inside, cell
+
+
 @dataclass
-class _Stats:
-    """Sufficient statistics of every interval group and comparison slice over clusters."""
+class _Sums:
+    """Sufficient statistics of one slice for a block of groups, sparse over clusters: one entry
+    per (group, cluster) that has rows, sorted by group, then cluster. ``sums`` and ``counts``
+    are metrics x entries (for comparisons: the sums of ``a - b`` and the pairs with both
+    values), ``rows`` the rows (paired keys) of each entry."""
 
-    layout: _Layout
-    interval_sums: np.ndarray  # metrics x groups x clusters
-    interval_counts: np.ndarray
-    interval_rows: np.ndarray  # groups x clusters
-    pair_d: np.ndarray  # pairs x metrics x slice cells x clusters: sums of a - b, both present
-    pair_n: np.ndarray  # pairs with both present
-    pair_keys: np.ndarray  # pairs x slice cells x clusters: paired keys
-    pair_totals: np.ndarray  # pairs x 4 x metrics x cells: sums of a, b; (1, 0) and (0, 1) pairs
-    duplicates: np.ndarray  # models: rows that share a pairing key with another row of the model
+    group: np.ndarray
+    cluster: np.ndarray
+    sums: np.ndarray
+    counts: np.ndarray
+    rows: np.ndarray
 
+    @staticmethod
+    def merged(parts: Sequence[_Sums], metrics: int, ordered: bool = False) -> _Sums:
+        """The entries of several passes (disjoint clusters) in order; ``ordered``: the parts
+        hold consecutive groups, in order."""
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return _Sums(empty, empty, np.empty((metrics, 0)), np.empty((metrics, 0)),
+                         np.empty(0))
+        if len(parts) == 1:
+            return parts[0]
+        group = np.concatenate([p.group for p in parts])
+        cluster = np.concatenate([p.cluster for p in parts])
+        order = np.arange(group.size) if ordered else np.lexsort((cluster, group))
+        return _Sums(
+            group[order], cluster[order],
+            np.concatenate([p.sums for p in parts], axis=1)[:, order],
+            np.concatenate([p.counts for p in parts], axis=1)[:, order],
+            np.concatenate([p.rows for p in parts])[order],
+        )
 
-def _interval_groups(layout: _Layout) -> list[tuple[tuple[str, ...], Any, tuple[Any, ...]]]:
-    """(slice columns, model, values) of each interval group, in the order of the sums:
-    slice after slice, and within one model after model (null last), then its cells."""
-    models = [*layout.values["model"], None]
-    return [
-        (columns, model, cell)
-        for grid in layout.interval_grids for columns in grid.slices
-        for model in models for cell in layout.cells(columns)
-    ]
-
-
-def _slice_cells(layout: _Layout) -> list[tuple[tuple[str, ...], tuple[Any, ...]]]:
-    """(slice columns, values) of each comparison slice cell, in the order of the sums."""
-    return [
-        (columns, cell)
-        for grid in layout.comparison_grids for columns in grid.slices
-        for cell in layout.cells(columns)
-    ]
-
-
-def _key_frame(
-    layout: _Layout, slices: Sequence[tuple[tuple[str, ...], tuple[Any, ...]]]
-) -> pl.DataFrame:
-    """``slice`` and the typed slice columns (null outside the slice) of each slice cell."""
-    rows = [dict(zip(columns, cell, strict=True)) for columns, cell in slices]
-    return pl.DataFrame({
-        "slice": pl.Series([slice_name(columns) for columns, _ in slices], dtype=pl.String),
-        **{c: pl.Series([row.get(c) for row in rows], dtype=layout.dtypes[c])
-           for c in layout.key_columns},
-    })
+    def starts(self, groups: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's first entry and number of entries."""
+        nnz = np.bincount(self.group, minlength=groups)
+        return np.concatenate([[0], np.cumsum(nnz)[:-1]]).astype(np.int64), nnz
 
 
-def _statistics(lf: pl.LazyFrame, layout: _Layout) -> _Stats:
-    """One pass (or a few, by cluster) over the rows: sums and counts per group and cluster."""
-    n_model, k, m = layout.size("model"), layout.clusters, len(layout.metrics)
-    pairs = len(list(itertools.combinations(range(n_model - 1), 2)))
-    groups, slices = len(_interval_groups(layout)), len(_slice_cells(layout))
-    stats = _Stats(
-        layout=layout,
-        interval_sums=np.zeros((m, groups, k)),
-        interval_counts=np.zeros((m, groups, k)),
-        interval_rows=np.zeros((groups, k)),
-        pair_d=np.zeros((pairs, m, slices, k)),
-        pair_n=np.zeros((pairs, m, slices, k)),
-        pair_keys=np.zeros((pairs, slices, k)),
-        pair_totals=np.zeros((pairs, 4, m, slices)),
-        duplicates=np.zeros(n_model - 1, dtype=np.int64),
-    )
-    if layout.rows == 0:
-        return stats
-    passes = _passes(lf, layout)
-    while (batch := next(passes, None)) is not None:
-        _accumulate(stats, *batch)
-        del batch  # before the next pass is read
-    return stats
+def _grid_sums(
+    lead: np.ndarray, n_lead: int, codes: Mapping[str, np.ndarray],
+    weights: Sequence[tuple[np.ndarray, np.ndarray | None]], grid: _Grid, layout: _Layout,
+) -> list[_Sums]:
+    """Sums and counts per (lead, slice cell) group and cluster of rows, for each slice of
+    ``grid``; ``lead`` is each row's model in the block (or 0: one pair), ``weights`` per metric
+    as :func:`_row_weights`.
+
+    Rows are first added per fine cell of the grid (every grid column, null included) and
+    cluster, in row order (``np.bincount``); a slice's entry is the sum of its fine cells in
+    ascending order. A grid of at most :data:`_DENSE_CELLS` cells x clusters is summed on a
+    dense array, as numpy sums over the axes of the other columns; beyond, only the fine cells
+    that have rows are kept (the same sums where there are two clusters or more).
+    """
+    k, m = layout.clusters, len(weights)
+    if lead.size == 0:
+        return [_Sums.merged([], m) for _ in grid.slices]
+    sizes = [layout.size(c) for c in grid.columns]
+    n_fine = math.prod(sizes)
+    fine = _fine_codes(codes, grid, layout, lead.size)
+    key = (lead * n_fine + fine) * k + codes["cluster"]
+    out = []
+    if n_fine * k <= _DENSE_CELLS:
+        size = n_lead * n_fine * k
+        rows = np.bincount(key, minlength=size).astype(np.float64)
+        sums, counts = np.empty((m, size)), np.empty((m, size))
+        for j, (w, c) in enumerate(weights):
+            sums[j] = np.bincount(key, weights=w, minlength=size)
+            counts[j] = rows if c is None else np.bincount(key, weights=c, minlength=size)
+        shape = (n_lead, *sizes, k)
+        parts = zip(_marginals(sums.reshape(m, *shape), 2, grid, layout),
+                    _marginals(counts.reshape(m, *shape), 2, grid, layout),
+                    _marginals(rows.reshape(1, *shape), 2, grid, layout), strict=True)
+        for part_sums, part_counts, part_rows in parts:
+            occupied = part_rows[0] > 0  # n_lead x cells x clusters
+            group, cell, cluster = np.nonzero(occupied)
+            out.append(_Sums(group * occupied.shape[1] + cell, cluster,
+                             part_sums[:, occupied], part_counts[:, occupied],
+                             part_rows[0][occupied]))
+        return out
+    unique, inverse = np.unique(key, return_inverse=True)
+    fine_rows = np.bincount(inverse, minlength=unique.size).astype(np.float64)
+    fine_sums, fine_counts = np.empty((m, unique.size)), np.empty((m, unique.size))
+    for j, (w, c) in enumerate(weights):
+        fine_sums[j] = np.bincount(inverse, weights=w, minlength=unique.size)
+        fine_counts[j] = (fine_rows if c is None
+                          else np.bincount(inverse, weights=c, minlength=unique.size))
+    rest, cluster_u = np.divmod(unique, k)
+    lead_u, fine_u = np.divmod(rest, n_fine)
+    for columns in grid.slices:
+        inside, cell = _slice_cells_of(fine_u, columns, grid, layout)
+        target = (lead_u[inside] * layout.n_cells(columns) + cell[inside]) * k + cluster_u[inside]
+        entries, slot = np.unique(target, return_inverse=True)
+        group, cluster = np.divmod(entries, k)
+        sums, counts = np.empty((m, entries.size)), np.empty((m, entries.size))
+        for j in range(m):  # in ascending fine order, as the dense sums
+            sums[j] = np.bincount(slot, weights=fine_sums[j][inside], minlength=entries.size)
+            counts[j] = np.bincount(slot, weights=fine_counts[j][inside], minlength=entries.size)
+        out.append(_Sums(group, cluster, sums, counts,
+                         np.bincount(slot, weights=fine_rows[inside], minlength=entries.size)))
+    return out
 
 
-def _accumulate(stats: _Stats, codes: dict[str, np.ndarray], values: list[np.ndarray]) -> None:
-    """Add the sufficient statistics of one pass of rows to ``stats``."""
-    layout = stats.layout
-    n_model, n_noise, n_task = (layout.size(c) for c in ("model", "noise_level", "task"))
-    n_run, k, m = layout.size("run"), layout.clusters, len(layout.metrics)
-    pairs = list(itertools.combinations(range(n_model - 1), 2))
-    cluster = codes["cluster"]
-    # intervals: per grid the fine cells (model, grid columns, cluster), then its slices
-    grouped: tuple[list[np.ndarray], ...] = ([], [], [])
-    for grid in layout.interval_grids:
-        sizes = [layout.size(c) for c in grid.columns]
-        fine_cell = _fine_codes(codes, grid, layout, cluster.size)
-        cell = (codes["model"] * math.prod(sizes) + fine_cell) * k + cluster
-        size = n_model * math.prod(sizes) * k
-        fine_sums, fine_counts = _sum_by(cell, values, size)
-        fine_rows = np.bincount(cell, minlength=size).astype(np.float64)
-        for parts, fine in zip(grouped, (fine_sums, fine_counts, fine_rows[None]), strict=True):
-            for part in _marginals(fine.reshape(-1, n_model, *sizes, k), 2, grid, layout):
-                parts.append(part.reshape(part.shape[0], -1, k))  # model-major groups
-    for total, parts in zip(
-        (stats.interval_sums, stats.interval_counts, stats.interval_rows), grouped, strict=True
-    ):
-        total += np.concatenate(parts, axis=1).reshape(total.shape)
-    if not pairs:
-        return
-    # comparisons: rows keyed by (id, run, noise_level, task); a key a model has several
-    # rows under is left out for that model. Keys are numbered densely: the ids of this
-    # pass times the (run, noise_level, task) combinations that occur.
-    variant = (codes["run"] * n_noise + codes["noise_level"]) * n_task + codes["task"]
-    used = np.bincount(variant, minlength=n_run * n_noise * n_task) > 0
-    present = np.zeros(layout.mapping.height, dtype=bool)
-    present[codes["idx"]] = True
-    local_id = np.cumsum(present) - 1
-    key = local_id[codes["idx"]] * int(used.sum()) + (np.cumsum(used) - 1)[variant]
-    key_space = int(present.sum()) * int(used.sum())
-    if key_space > 4 * max(key.size, 1 << 18):
-        unique, key = np.unique(key, return_inverse=True)
-        key_space = unique.size
-    columns = list(dict.fromkeys(c for grid in layout.comparison_grids for c in grid.columns))
-    by_key = [c for c in columns if c in PAIR_KEYS]  # the same for both rows of a pair
-    by_model = [c for c in columns if c not in PAIR_KEYS]  # model a's value, else model b's
-    row_of = []  # per model: its row under each key (-1: no row, or several)
-    for i in range(n_model - 1):
-        rows = np.flatnonzero(codes["model"] == i)
-        count = np.bincount(key[rows], minlength=key_space)
-        stats.duplicates[i] += int(count[count > 1].sum())
-        unique_rows = rows[count[key[rows]] == 1]
-        rows_by_key = np.full(key_space, -1, dtype=np.int64)
-        rows_by_key[key[unique_rows]] = unique_rows
-        row_of.append(rows_by_key)
-    for p, (i, j) in enumerate(pairs):
-        paired = np.flatnonzero((row_of[i] >= 0) & (row_of[j] >= 0))
-        rows_a, rows_b = row_of[i][paired], row_of[j][paired]
-        pair_codes = {c: codes[c][rows_a] for c in (*by_key, "cluster")}
-        for c in by_model:
-            code_a = codes[c][rows_a]
-            pair_codes[c] = np.where(code_a < layout.size(c) - 1, code_a, codes[c][rows_b])
-        cells = []  # per grid: fine cell, (fine cell, cluster) and keys per cell of each pair
-        for grid in layout.comparison_grids:
-            fine_size = math.prod(layout.size(c) for c in grid.columns)
-            fine = _fine_codes(pair_codes, grid, layout, paired.size)
-            cell = fine * k + pair_codes["cluster"]
-            cells.append((fine, cell, fine_size,
-                          np.bincount(cell, minlength=fine_size * k).astype(np.float64)))
-        d = [np.empty((m, fine_size * k)) for _, _, fine_size, _ in cells]
-        n = [np.empty((m, fine_size * k)) for _, _, fine_size, _ in cells]
-        totals = [np.zeros((4, m, fine_size)) for _, _, fine_size, _ in cells]
-        for metric in range(m):
-            a, b = values[metric][rows_a], values[metric][rows_b]
-            diff = a - b  # NaN unless both values are there
-            both = ~np.isnan(diff)
-            if both.all():  # the common case: no masking
-                weights: list[np.ndarray | None] = [diff, None, a, b]
-            else:
-                weights = [np.where(both, diff, 0.0), both.astype(np.float64),
-                           np.where(both, a, 0.0), np.where(both, b, 0.0)]
-            if layout.binary[metric]:
-                weights += [(both & (a == x) & (b == y)).astype(np.float64)
-                            for x, y in ((1, 0), (0, 1))]
-            for g, (fine, cell, fine_size, keys) in enumerate(cells):
-                size = fine_size * k
-                d[g][metric] = np.bincount(cell, weights[0], size)
-                n[g][metric] = keys if weights[1] is None else np.bincount(cell, weights[1], size)
-                for t, weight in enumerate(weights[2:]):
-                    totals[g][t, metric] = np.bincount(fine, weight, fine_size)
-        found: tuple[list[np.ndarray], ...] = ([], [], [], [])
-        grids = zip(layout.comparison_grids, cells, strict=True)
-        for g, (grid, (_, _, _, keys)) in enumerate(grids):
-            sizes = [layout.size(c) for c in grid.columns]
-            found[0].extend(_marginals(d[g].reshape(m, *sizes, k), 1, grid, layout))
-            found[1].extend(_marginals(n[g].reshape(m, *sizes, k), 1, grid, layout))
-            found[2].extend(_marginals(keys.reshape(*sizes, k), 0, grid, layout))
-            found[3].extend(
-                part[..., 0]
-                for part in _marginals(totals[g].reshape(4, m, *sizes, 1), 2, grid, layout)
-            )
-        stats.pair_d[p] += np.concatenate(found[0], axis=1)
-        stats.pair_n[p] += np.concatenate(found[1], axis=1)
-        stats.pair_keys[p] += np.concatenate(found[2], axis=0)
-        stats.pair_totals[p] += np.concatenate(found[3], axis=2)
+def _grid_totals(
+    codes: Mapping[str, np.ndarray], weights: Sequence[Sequence[np.ndarray]], grid: _Grid,
+    layout: _Layout,
+) -> list[np.ndarray]:
+    """Per slice of ``grid``: the sums (``4 x metrics x cells``) of the rows' ``weights`` (per
+    metric up to four arrays: a, b, then the McNemar pairs (1, 0) and (0, 1)), over fine cells
+    in row order, then over the fine cells of a slice cell (dense as numpy sums, up to
+    :data:`_DENSE_CELLS` fine cells; else in ascending order)."""
+    m = len(weights)
+    sizes = [layout.size(c) for c in grid.columns]
+    n_fine = math.prod(sizes)
+    fine = _fine_codes(codes, grid, layout, codes["cluster"].size)
+    if n_fine <= _DENSE_CELLS:
+        totals = np.zeros((4, m, n_fine))
+        for j, arrays in enumerate(weights):
+            for t, w in enumerate(arrays):
+                totals[t, j] = np.bincount(fine, weights=w, minlength=n_fine)
+        return [part[..., 0] for part in
+                _marginals(totals.reshape(4, m, *sizes, 1), 2, grid, layout)]
+    unique, inverse = np.unique(fine, return_inverse=True)
+    totals = np.zeros((4, m, unique.size))
+    for j, arrays in enumerate(weights):
+        for t, w in enumerate(arrays):
+            totals[t, j] = np.bincount(inverse, weights=w, minlength=unique.size)
+    out = []
+    for columns in grid.slices:
+        inside, cell = _slice_cells_of(unique, columns, grid, layout)
+        cells = layout.n_cells(columns)
+        part = np.zeros((4, m, cells))
+        for t, j in itertools.product(range(4), range(m)):
+            part[t, j] = np.bincount(cell[inside], weights=totals[t, j][inside], minlength=cells)
+        out.append(part)
+    return out
+
+
+def _cluster_totals(s: _Sums, groups: int, clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per (group, metric) the counts and sums over the ``clusters`` (groups x metrics each).
+
+    Sums are added as numpy adds a dense row of every cluster (pairwise summation): directly
+    where a group has at most two clusters (one rounding in any order), on dense rows for more;
+    counts are whole numbers.
+    """
+    m = s.sums.shape[0]
+    first, nnz = s.starts(groups)
+    n, total = np.zeros((groups, m)), np.zeros((groups, m))
+    few = nnz[s.group] <= 2
+    for j in range(m):
+        n[:, j] = np.bincount(s.group, weights=s.counts[j], minlength=groups)
+        total[:, j] = np.bincount(s.group[few], weights=s.sums[j, few], minlength=groups)
+    many = np.flatnonzero(nnz > 2)
+    step = max(1, _BLOCK_BYTES // (8 * max(m * clusters, 1)))
+    for start in range(0, many.size, step):
+        chosen = many[start : start + step]
+        entry = np.repeat(first[chosen], nnz[chosen]) + _ranks(nnz[chosen])
+        dense = np.zeros((chosen.size, m, clusters))
+        local = np.repeat(np.arange(chosen.size), nnz[chosen])
+        dense[local, :, s.cluster[entry]] = s.sums[:, entry].T
+        total[chosen] = dense.sum(axis=2)
+    return n, total
+
+
+def _ranks(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., n - 1 for each n of ``lengths``, concatenated."""
+    ends = np.cumsum(lengths)
+    return np.arange(int(ends[-1]) if ends.size else 0) - np.repeat(ends - lengths, lengths)
+
+
+def _exact_resampled(
+    s: _Sums, groups: int, n: np.ndarray, resamples: int,
+    generators: Callable[[int], tuple[np.random.Generator, np.random.Generator | None]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact regime, group by group: percentile interval of the cluster bootstrap and, where
+    ``generators(group)`` gives a second generator, the sign-flip p-value (groups x metrics)."""
+    m = s.sums.shape[0]
+    low, high, p = (np.full((groups, m), np.nan) for _ in range(3))
+    first, nnz = s.starts(groups)
+    for g in np.flatnonzero(nnz).tolist():
+        if not (n[g] > 0).any():
+            continue
+        entries = slice(int(first[g]), int(first[g] + nnz[g]))
+        sums = np.ascontiguousarray(s.sums[:, entries]).T  # clusters x metrics
+        counts = np.ascontiguousarray(s.counts[:, entries]).T
+        bootstrap, permutation = generators(g)
+        means = _bootstrap_means(sums, counts, bootstrap, resamples)
+        low[g], high[g] = _percentile_interval(means)
+        if permutation is not None and resamples > 0:
+            p[g] = _permutation_p(sums, permutation, resamples)
+    return low, high, p
+
+
+def _bucket_resampled(
+    jobs: Sequence[tuple[_Sums, int]], clusters: int, weights: np.ndarray,
+    signs: np.ndarray | None,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The bucketed regime for several (statistics, groups) at once: per job the percentile
+    interval of the shared weight matrix's means and, with ``signs``, the sign-flip p-value
+    (groups x metrics each).
+
+    A group spread over more than 1/:data:`_SPARSE_RATIO` of the buckets is resampled on a
+    dense column per metric (:func:`_bucket_bootstrap`; the jobs' columns share products), a
+    group in fewer buckets from its own buckets (:func:`_gathered_bootstrap`); either way in blocks
+    of :data:`_BLOCK_BYTES`. A group's numbers depend on its own sums only.
+    """
+    offsets = np.cumsum([0, *(groups for _, groups in jobs)])
+    groups = int(offsets[-1])
+    s = _Sums.merged([_Sums(part.group + offset, part.cluster, part.sums, part.counts,
+                            part.rows) for (part, _), offset in zip(jobs, offsets, strict=False)],
+                     jobs[0][0].sums.shape[0] if jobs else 0, ordered=True)
+    m, resamples = s.sums.shape[0], weights.shape[0]
+    low, high, p = (np.full((groups, m), np.nan) for _ in range(3))
+    first, nnz = s.starts(groups)
+    observed = tolerance = np.empty((groups, m))
+    if signs is not None:  # added in bucket order, as numpy sums the rows of a dense matrix
+        observed = np.abs(np.stack([np.bincount(s.group, weights=s.sums[j], minlength=groups)
+                                    for j in range(m)], axis=1))
+        spread = np.stack([np.bincount(s.group, weights=np.abs(s.sums[j]), minlength=groups)
+                           for j in range(m)], axis=1)
+        tolerance = 1e-9 * np.maximum(1.0, spread)
+    dense = np.flatnonzero(nnz * _SPARSE_RATIO > clusters)
+    step = max(1, _BLOCK_BYTES // (8 * max(m, 1) * (2 * clusters + 4 * resamples)))
+    for start in range(0, dense.size, step):
+        chosen = dense[start : start + step]
+        entry = np.repeat(first[chosen], nnz[chosen]) + _ranks(nnz[chosen])
+        column = (np.repeat(np.arange(chosen.size), nnz[chosen]) * m)[:, None] + np.arange(m)
+        sums, counts = np.zeros((clusters, chosen.size * m)), np.zeros((clusters, chosen.size * m))
+        sums[s.cluster[entry][:, None], column] = s.sums[:, entry].T
+        counts[s.cluster[entry][:, None], column] = s.counts[:, entry].T
+        bounds = _bucket_bootstrap(sums, counts, weights)
+        low[chosen], high[chosen] = (bound.reshape(-1, m) for bound in bounds)
+        if signs is not None:
+            p[chosen] = _bucket_permutation_p(
+                sums, signs, observed[chosen].ravel(), tolerance[chosen].ravel()
+            ).reshape(-1, m)
+    sparse = np.flatnonzero((nnz > 0) & (nnz * _SPARSE_RATIO <= clusters))
+    step = max(1, _BLOCK_BYTES // (32 * max(m, 1) * max(resamples, 1)))
+    for start in range(0, sparse.size, step):
+        chosen = sparse[start : start + step]
+        low[chosen], high[chosen] = _gathered_bootstrap(s, chosen, first, nnz, weights)
+        if signs is not None:
+            p[chosen] = _gathered_permutation_p(s, chosen, first, nnz, signs, observed,
+                                                tolerance)
+    return [(low[a:b], high[a:b], p[a:b])
+            for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
+
+
+def _value_series(layout: _Layout, column: str) -> pl.Series:
+    return pl.Series(column, layout.values[column], dtype=layout.dtypes[column])
+
+
+def _cell_order(layout: _Layout, columns: Sequence[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The codes of each cell of a slice (one array per slice column, cells in
+    :meth:`_Layout.cells` order) and the cells in the order of the tables (by the slice
+    columns in the order of :attr:`_Layout.key_columns`, values ascending)."""
+    shape = [len(layout.values[c]) for c in columns]
+    codes = [np.asarray(a, dtype=np.int64)
+             for a in np.unravel_index(np.arange(math.prod(shape)), shape)] if columns else []
+    ranked = [c for c in layout.key_columns if c in columns]
+    order = (np.lexsort([codes[list(columns).index(c)] for c in reversed(ranked)])
+             if columns else np.zeros(1, dtype=np.int64))
+    return codes, order
+
+
+def _key_columns(
+    layout: _Layout, columns: Sequence[str], codes: Sequence[np.ndarray], cells: np.ndarray
+) -> dict[str, pl.Series]:
+    """``slice`` and the typed slice columns (null outside the slice) of rows of ``cells``."""
+    out = {"slice": pl.Series("slice", [slice_name(columns)], dtype=pl.String)
+           .gather(np.zeros(cells.size, dtype=np.int64))}
+    for c in layout.key_columns:
+        if c in columns:
+            out[c] = _value_series(layout, c).gather(codes[list(columns).index(c)][cells])
+        else:
+            out[c] = pl.Series(c, [None], dtype=layout.dtypes[c]).gather(
+                np.zeros(cells.size, dtype=np.int64))
+    return out
+
+
+def _in_table_order(groups: np.ndarray, m: int, metric_order: np.ndarray, present: np.ndarray
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(group, metric) of the rows of ``groups`` (in table order), metrics by name, where
+    ``present[group, metric]``; in chunks of about :data:`_FRAME_ROWS` rows."""
+    step = max(1, _FRAME_ROWS // max(m, 1))
+    for start in range(0, groups.size, step):
+        g = np.repeat(groups[start : start + step], m)
+        j = np.tile(metric_order, g.size // max(m, 1))
+        keep = present[g, j]
+        if keep.any():
+            yield g[keep], j[keep]
+
+
+def _metric_order(layout: _Layout) -> tuple[np.ndarray, pl.Series]:
+    names = [metric_name(m) for m in layout.metrics]
+    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    return order, pl.Series("metric", names, dtype=pl.String)
 
 
 # --------------------------------------------------------------------------- intervals
@@ -1110,8 +1456,11 @@ def interval_table(
     by = tuple(by)
     if not _has_stats_columns(lf):
         return pl.DataFrame(schema=interval_schema(_empty_keys(lf, by)))
-    layout = _layout(lf, exact_max_ids, buckets, by)
-    return _interval_table(_statistics(lf, layout), resamples, seed)
+    source = _Rows(lf, _layout(lf, exact_max_ids, buckets, by))
+    sink = _Frames(_interval_schema_of(source.layout))
+    for section, frame in _interval_frames(source, resamples, seed):
+        sink.add(section, frame)
+    return sink.finish()
 
 
 def _has_stats_columns(lf: pl.LazyFrame) -> bool:
@@ -1126,186 +1475,612 @@ def _empty_keys(lf: pl.LazyFrame, by: Iterable[str | Sequence[str]]) -> dict[str
     return {c: _key_dtype(c, schema.get(c)) for c in columns}
 
 
-def _interval_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
-    layout, metrics = stats.layout, stats.layout.metrics
-    groups = _interval_groups(layout)
-    sums, counts = stats.interval_sums, stats.interval_counts  # metrics x groups x clusters
-    n = counts.sum(axis=2).T  # groups x metrics
-    total = sums.sum(axis=2).T
-    low, high = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+def _interval_schema_of(layout: _Layout) -> dict[str, pl.DataType]:
+    return interval_schema({c: layout.dtypes[c] for c in layout.key_columns})
+
+
+def _comparison_schema_of(layout: _Layout) -> dict[str, pl.DataType]:
+    return comparison_schema({c: layout.dtypes[c] for c in layout.key_columns})
+
+
+def _interval_blocks(layout: _Layout) -> list[np.ndarray]:
+    """Consecutive models (codes, null last) whose statistics of every interval grid fit
+    :data:`_BLOCK_BYTES` together (estimated from their rows; the rows themselves are read
+    :data:`PASS_ROWS` at a time)."""
+    m, k = len(layout.metrics), layout.clusters
+    costs = [0] * layout.size("model")
+    for grid in layout.interval_grids:
+        n_fine = math.prod(layout.size(c) for c in grid.columns)
+        cells = [layout.n_cells(columns) for columns in grid.slices]
+        for i, rows in enumerate(layout.model_rows.tolist()):
+            entries = min(rows, n_fine * k) + sum(min(rows, c * k) for c in cells)
+            costs[i] += entries * (2 * m + 4) * 16 + sum(cells) * m * 10 * 8
+            if n_fine * k <= _DENSE_CELLS:
+                costs[i] += 3 * (m + 1) * n_fine * k * 8
+    return _split(costs, _BLOCK_BYTES)
+
+
+class _IntervalBlock:
+    """The interval statistics of a block of models, pass after pass; then their rows."""
+
+    def __init__(self, layout: _Layout, block: np.ndarray) -> None:
+        self.layout, self.block = layout, block
+        self.local = np.full(layout.size("model"), -1, dtype=np.int64)
+        self.local[block] = np.arange(block.size)
+        self.parts: list[list[list[_Sums]]] = [[[] for _ in grid.slices]
+                                               for grid in layout.interval_grids]
+
+    def add(self, codes: Mapping[str, np.ndarray], values: Sequence[np.ndarray]) -> None:
+        """Add the rows of one pass (only rows of the block's models)."""
+        lead = self.local[codes["model"]]
+        weights = _row_weights(list(values))
+        for grid, parts in zip(self.layout.interval_grids, self.parts, strict=True):
+            sums = _grid_sums(lead, self.block.size, codes, weights, grid, self.layout)
+            for part, entries in zip(parts, sums, strict=True):
+                part.append(entries)
+
+    def frames(self, resamples: int, seed: int, weights: np.ndarray, method: str
+               ) -> Iterator[tuple[str, pl.DataFrame]]:
+        """(slice name, frame) of every slice, each slice's rows of the block in table order."""
+        layout, block = self.layout, self.block
+        m, k = len(layout.metrics), layout.clusters
+        models = [*layout.values["model"], None]
+        for grid, parts in zip(layout.interval_grids, self.parts, strict=True):
+            jobs = [(_Sums.merged(part, m), block.size * layout.n_cells(columns))
+                    for part, columns in zip(parts, grid.slices, strict=True)]
+            parts.clear()
+            totals = [_cluster_totals(entries, groups, k) for entries, groups in jobs]
+            if layout.exact:
+                bounds = []
+                for columns, (entries, groups), (n, _) in zip(grid.slices, jobs, totals,
+                                                              strict=True):
+                    name, cells = slice_name(columns), layout.cells(columns)
+
+                    def generators(g: int, name: str = name, cells: list = cells
+                                   ) -> tuple[np.random.Generator, None]:
+                        model, cell = divmod(g, len(cells))
+                        key = (name, models[block[model]], *cells[cell])
+                        return _rng(seed, "interval", *key), None
+
+                    bounds.append(_exact_resampled(entries, groups, n, resamples, generators))
+            else:
+                bounds = _bucket_resampled(jobs, k, weights, None)
+            del jobs
+            for columns, (n, total), (low, high, _) in zip(grid.slices, totals, bounds,
+                                                           strict=True):
+                for frame in _interval_rows(layout, columns, block, n, total, low, high,
+                                            resamples, seed, method):
+                    yield slice_name(columns), frame
+
+
+def _interval_method(layout: _Layout, resamples: int, seed: int) -> tuple[np.ndarray, str]:
+    """The bucketed regime's weight matrix (empty when exact) and the ``method`` text."""
     if layout.exact:
-        for g, (columns, model, cell) in enumerate(groups):
-            present = np.flatnonzero(stats.interval_rows[g] > 0)
-            if present.size == 0 or not (n[g] > 0).any():
-                continue
-            rng = _rng(seed, "interval", slice_name(columns), model, *cell)
-            means = _bootstrap_means(sums[:, g, present].T, counts[:, g, present].T, rng,
-                                     resamples)
-            low[g], high[g] = _percentile_interval(means)
-        method = BOOTSTRAP_METHOD
-    else:
-        weights = _bucket_weights(_rng(seed, "interval", "buckets"), resamples, layout.clusters)
-        k = layout.clusters
-        bounds = _bucket_bootstrap(sums.transpose(2, 1, 0).reshape(k, -1),
-                                   counts.transpose(2, 1, 0).reshape(k, -1), weights)
-        low, high = (bound.reshape(n.shape) for bound in bounds)
-        method = f"{BOOTSTRAP_METHOD}, ids in {k} md5 buckets"
+        return np.empty((0, layout.clusters), dtype=np.int32), BOOTSTRAP_METHOD
+    weights = _bucket_weights(_rng(seed, "interval", "buckets"), resamples, layout.clusters)
+    return weights, f"{BOOTSTRAP_METHOD}, ids in {layout.clusters} md5 buckets"
+
+
+def _interval_frames(source: _Rows, resamples: int, seed: int
+                     ) -> Iterator[tuple[str, pl.DataFrame]]:
+    """The rows of the intervals as (slice name, frame): a slice's frames in table order, one
+    block of models at a time."""
+    weights, method = _interval_method(source.layout, resamples, seed)
+    for block in _interval_blocks(source.layout):
+        statistics = _IntervalBlock(source.layout, block)
+        for codes, values in source.batches(block):
+            statistics.add(codes, values)
+            del codes, values
+        yield from statistics.frames(resamples, seed, weights, method)
+
+
+def _interval_rows(
+    layout: _Layout, columns: tuple[str, ...], block: np.ndarray, n: np.ndarray,
+    total: np.ndarray, low: np.ndarray, high: np.ndarray, resamples: int, seed: int,
+    method: str,
+) -> Iterator[pl.DataFrame]:
+    """The interval rows of one slice for a block of models, in table order (groups x
+    metrics: the counts, sums and bootstrap bounds)."""
+    m = len(layout.metrics)
+    cells = layout.n_cells(columns)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / n
     w_low, w_high = wilson_interval(total, n)
-    binary = np.broadcast_to(layout.binary, n.shape)
-    repeat = np.repeat(np.arange(len(groups)), len(metrics))
-    keys = _key_frame(layout, [(columns, cell) for columns, _, cell in groups]).with_columns(
-        model=pl.Series([model for _, model, _ in groups], dtype=pl.String)
-    )
-    schema = interval_schema({c: layout.dtypes[c] for c in layout.key_columns})
-    table = keys[repeat].with_columns(
-        metric=pl.Series(np.tile(np.array([metric_name(m) for m in metrics], dtype=object),
-                                 len(groups)).tolist(), dtype=pl.String),
-        n=pl.Series(n.ravel().astype(np.int64)),
-        mean=_nullable(mean.ravel()),
-        ci_low=_nullable(low.ravel()),
-        ci_high=_nullable(high.ravel()),
-        wilson_low=_nullable(np.where(binary, w_low, np.nan).ravel()),
-        wilson_high=_nullable(np.where(binary, w_high, np.nan).ravel()),
-        resamples=pl.lit(resamples, dtype=pl.Int64),
-        seed=pl.lit(seed, dtype=pl.Int64),
-        method=pl.lit(method, dtype=pl.String),
-    ).select(list(schema)).filter(pl.col("n") > 0)
-    return table.sort(["slice", "model", *layout.key_columns, "metric"], nulls_last=True)
+    codes, cell_order = _cell_order(layout, columns)
+    ordered = (np.arange(block.size)[:, None] * cells + cell_order[None, :]).ravel()
+    metric_order, metric_names = _metric_order(layout)
+    model_names = pl.Series("model", [*layout.values["model"], None], dtype=pl.String)
+    schema = _interval_schema_of(layout)
+    for g, j in _in_table_order(ordered, m, metric_order, n > 0):
+        binary = layout.binary[j]
+        yield pl.DataFrame({
+            **_key_columns(layout, columns, codes, g % cells),
+            "model": model_names.gather(block[g // cells]),
+            "metric": metric_names.gather(j),
+            "n": pl.Series(n[g, j].astype(np.int64)),
+            "mean": _nullable(mean[g, j]),
+            "ci_low": _nullable(low[g, j]),
+            "ci_high": _nullable(high[g, j]),
+            "wilson_low": _nullable(np.where(binary, w_low[g, j], np.nan)),
+            "wilson_high": _nullable(np.where(binary, w_high[g, j], np.nan)),
+        }).with_columns(
+            resamples=pl.lit(resamples, dtype=pl.Int64),
+            seed=pl.lit(seed, dtype=pl.Int64),
+            method=pl.lit(method, dtype=pl.String),
+        ).select(list(schema))
 
 
 # --------------------------------------------------------------------------- comparisons
 
 
+@dataclass(frozen=True)
+class Pairing:
+    """Which pairs of models the comparisons hold (``pairing`` and ``baseline`` columns)."""
+
+    #: :data:`PAIRING_ALL` or :data:`PAIRING_BASELINE`.
+    rule: str
+    #: The model every other one is compared with (None: all pairs).
+    baseline: str | None
+    #: The pairs as model codes ``(a, b)``, ``a < b``, in table order.
+    pairs: tuple[tuple[int, int], ...]
+    #: Why: the number of models and the limit, and how the baseline was chosen.
+    reason: str
+
+
+def _check_max_all_pairs(max_all_pairs: int) -> None:
+    if isinstance(max_all_pairs, bool) or not isinstance(max_all_pairs, int | np.integer) or \
+            max_all_pairs < 0:
+        raise ValueError(f"max_all_pairs must be an integer >= 0, got {max_all_pairs!r}")
+
+
+def _primary_metric(layout: _Layout) -> int:
+    """The metric (index) whose mean picks the baseline: :data:`PRIMARY_METRIC` if scored,
+    else the first with a better direction, else the first."""
+    if PRIMARY_METRIC in layout.metrics:
+        return layout.metrics.index(PRIMARY_METRIC)
+    for j, name in enumerate(layout.metrics):
+        if _higher_is_better(name) is not None:
+            return j
+    return 0
+
+
+def _higher_is_better(metric: str) -> bool | None:
+    """The better direction of a registered metric (None: none, or not registered)."""
+    spec = REGISTRY.get(metric)
+    return None if spec is None else spec.higher_is_better
+
+
+def _pairing(source: _Rows, max_all_pairs: int, baseline: str | None) -> Pairing:
+    """All pairs of the (non-null) models up to ``max_all_pairs`` models; beyond, each model
+    with ``baseline`` (a model name) or with the model of the best mean of the primary metric
+    over all its rows (ties: the first by name)."""
+    _check_max_all_pairs(max_all_pairs)
+    layout = source.layout
+    models = layout.values["model"]
+    if baseline is not None and baseline not in models:
+        shown = ", ".join(repr(m) for m in models[:10]) + (", ..." if len(models) > 10 else "")
+        raise InputError(f"baseline model {baseline!r} is not a model of the scores ({shown})")
+    if len(models) <= max_all_pairs:
+        return Pairing(PAIRING_ALL, None, tuple(itertools.combinations(range(len(models)), 2)),
+                       f"{len(models)} models, at most {max_all_pairs}: every two models")
+    if baseline is not None:
+        best, how = models.index(baseline), "named"
+    else:
+        j = _primary_metric(layout)
+        sums, counts = np.zeros(len(models) + 1), np.zeros(len(models) + 1)
+        for codes, values in source.batches(np.arange(layout.size("model"))):
+            known = ~np.isnan(values[j])
+            sums += np.bincount(codes["model"], weights=np.where(known, values[j], 0.0),
+                                minlength=sums.size)
+            counts += np.bincount(codes["model"], weights=known.astype(np.float64),
+                                  minlength=sums.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = sums[:-1] / counts[:-1]
+        sign = -1.0 if _higher_is_better(layout.metrics[j]) is False else 1.0
+        best = int(np.argmax(np.nan_to_num(sign * means, nan=-np.inf)))
+        how = (f"best mean {metric_name(layout.metrics[j])} "
+               f"{'(lowest) ' if sign < 0 else ''}{means[best]:.6g}")
+    pairs = tuple(sorted((min(best, i), max(best, i)) for i in range(len(models)) if i != best))
+    return Pairing(PAIRING_BASELINE, models[best], pairs,
+                   f"{len(models)} models, more than {max_all_pairs}: each model against the "
+                   f"baseline {models[best]!r} ({how})")
+
+
 def comparison_table(
     scores: pl.DataFrame | pl.LazyFrame, *, resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED, exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
-    by: Iterable[str | Sequence[str]] = (),
+    by: Iterable[str | Sequence[str]] = (), max_all_pairs: int = MAX_ALL_PAIRS,
+    baseline: str | None = None,
 ) -> pl.DataFrame:
-    """Paired differences and tests for every pair of models, overall, per noise level,
-    category and task, and per slice of ``by`` (each a tuple of columns of the scores, or
-    ``"COLUMN,COLUMN"``).
+    """Paired differences and tests for every pair of models (up to ``max_all_pairs`` models;
+    beyond, each model against ``baseline`` or the best model, see :class:`Pairing`), overall,
+    per noise level, category and task, and per slice of ``by`` (each a tuple of columns of the
+    scores, or ``"COLUMN,COLUMN"``).
 
     Grain: one row per (model_a, model_b, slice, slice columns, metric); see the module
     docstring. Rows with a null model take part in no comparison.
     """
     _check_resamples(resamples)
+    _check_max_all_pairs(max_all_pairs)
     lf = scores.lazy()
     by = tuple(by)
     if not _has_stats_columns(lf):
         return pl.DataFrame(schema=comparison_schema(_empty_keys(lf, by)))
-    layout = _layout(lf, exact_max_ids, buckets, by)
-    return _comparison_table(_statistics(lf, layout), resamples, seed)
+    source = _Rows(lf, _layout(lf, exact_max_ids, buckets, by))
+    pairing = _pairing(source, max_all_pairs, baseline)
+    sink = _Frames(_comparison_schema_of(source.layout))
+    for frame in _comparison_frames(source, pairing, resamples, seed):
+        sink.add("", frame)
+    return sink.finish()
 
 
-def _comparison_table(stats: _Stats, resamples: int, seed: int) -> pl.DataFrame:
-    layout, metrics = stats.layout, stats.layout.metrics
-    models = layout.values["model"]
-    for model, count in zip(models, stats.duplicates.tolist(), strict=True):
+def _pair_blocks(layout: _Layout, pairs: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+    """Consecutive pairs (indices into ``pairs``) whose statistics fit :data:`_BLOCK_BYTES`
+    together (estimated from the rows of their models)."""
+    m, k = len(layout.metrics), layout.clusters
+    grids = [(math.prod(layout.size(c) for c in grid.columns),
+              [layout.n_cells(columns) for columns in grid.slices])
+             for grid in layout.comparison_grids]
+    rows = layout.model_rows.tolist()
+    costs = []
+    for a, b in pairs:
+        paired = min(rows[a], rows[b])
+        cost = 0
+        for n_fine, cells in grids:
+            entries = min(paired, n_fine * k) + sum(min(paired, c * k) for c in cells)
+            cost += entries * (2 * m + 4) * 16 + sum(cells) * m * 16 * 8
+            cost += 4 * m * (n_fine if n_fine <= _DENSE_CELLS else sum(cells)) * 8
+        costs.append(cost)
+    return _split(costs, _BLOCK_BYTES)
+
+
+def _keyed(codes: Mapping[str, np.ndarray], layout: _Layout, models: np.ndarray
+           ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """Per model of ``models``: its pairing keys (ascending; ``id`` rank, then run, noise level
+    and task codes) that it has one row under, and those rows; and per model the rows that
+    share a key with another row of the model (left out)."""
+    n_noise, n_task = layout.size("noise_level"), layout.size("task")
+    space = layout.size("run") * n_noise * n_task
+    variant = (codes["run"] * n_noise + codes["noise_level"]) * n_task + codes["task"]
+    if layout.mapping.height * space < 2**62:
+        key = codes["idx"] * space + variant
+    else:
+        _, key = np.unique(np.stack([codes["idx"], variant], axis=1), axis=0,
+                           return_inverse=True)
+        key = key.ravel()
+    order = np.argsort(codes["model"], kind="stable")
+    starts = np.searchsorted(codes["model"][order], np.arange(layout.size("model") + 1))
+    keyed: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    duplicates = np.zeros(layout.size("model"), dtype=np.int64)
+    for i in models.tolist():
+        rows = order[starts[i] : starts[i + 1]]
+        by_key = np.argsort(key[rows], kind="stable")
+        unique, first, count = np.unique(key[rows][by_key], return_index=True,
+                                         return_counts=True)
+        duplicates[i] = int(count[count > 1].sum())
+        keyed[i] = (unique[count == 1], rows[by_key][first[count == 1]])
+    return keyed, duplicates
+
+
+@dataclass
+class _PairSums:
+    """A pair's statistics per comparison grid: per slice its entries (one list per pass) and
+    its totals (4 x metrics x cells: sums of a and b, McNemar's discordant pairs)."""
+
+    entries: list[list[list[_Sums]]]
+    totals: list[list[np.ndarray]]
+
+
+def _pair_pass(
+    codes: Mapping[str, np.ndarray], values: Sequence[np.ndarray], rows_a: np.ndarray,
+    rows_b: np.ndarray, layout: _Layout, into: _PairSums,
+) -> None:
+    """Add the statistics of the paired rows (``rows_a[i]`` of model a with ``rows_b[i]`` of
+    model b) of one pass to ``into``."""
+    columns = list(dict.fromkeys(c for grid in layout.comparison_grids for c in grid.columns))
+    pair_codes = {c: codes[c][rows_a] for c in (*(c for c in columns if c in PAIR_KEYS),
+                                                 "cluster")}
+    for c in columns:
+        if c not in PAIR_KEYS:  # model a's value, else model b's
+            code_a = codes[c][rows_a]
+            pair_codes[c] = np.where(code_a < layout.size(c) - 1, code_a, codes[c][rows_b])
+    sums: list[tuple[np.ndarray, np.ndarray | None]] = []
+    totals: list[list[np.ndarray]] = []
+    for j, column in enumerate(values):
+        a, b = column[rows_a], column[rows_b]
+        diff = a - b  # NaN unless both values are there
+        both = ~np.isnan(diff)
+        if both.all():  # the common case: no masking
+            sums.append((diff, None))
+            totals.append([a, b])
+        else:
+            sums.append((np.where(both, diff, 0.0), both.astype(np.float64)))
+            totals.append([np.where(both, a, 0.0), np.where(both, b, 0.0)])
+        if layout.binary[j]:
+            totals[-1] += [(both & (a == x) & (b == y)).astype(np.float64)
+                           for x, y in ((1, 0), (0, 1))]
+    lead = np.zeros(rows_a.size, dtype=np.int64)
+    for g, grid in enumerate(layout.comparison_grids):
+        for part, entries in zip(into.entries[g], _grid_sums(lead, 1, pair_codes, sums, grid,
+                                                             layout), strict=True):
+            part.append(entries)
+        for total, add in zip(into.totals[g], _grid_totals(pair_codes, totals, grid, layout),
+                              strict=True):
+            total += add
+
+
+class _PairBlock:
+    """The comparison statistics of a block of pairs, pass after pass; then their rows."""
+
+    def __init__(self, layout: _Layout, pairs: Sequence[tuple[int, int]]) -> None:
+        self.layout, self.pairs = layout, list(pairs)
+        self.models = np.unique(np.array(self.pairs, dtype=np.int64).ravel())
+        m = len(layout.metrics)
+        self.state = {
+            pair: _PairSums(
+                [[[] for _ in grid.slices] for grid in layout.comparison_grids],
+                [[np.zeros((4, m, layout.n_cells(c))) for c in grid.slices]
+                 for grid in layout.comparison_grids],
+            )
+            for pair in self.pairs
+        }
+        #: Per model: rows that share a pairing key with another row of the model.
+        self.repeated = np.zeros(layout.size("model"), dtype=np.int64)
+
+    def add(self, codes: Mapping[str, np.ndarray], values: Sequence[np.ndarray]) -> None:
+        """Add the rows of one pass (rows of other models are ignored)."""
+        keyed, repeated = _keyed(codes, self.layout, self.models)
+        self.repeated += repeated
+        for a, b in self.pairs:
+            _, in_a, in_b = np.intersect1d(keyed[a][0], keyed[b][0], assume_unique=True,
+                                           return_indices=True)
+            _pair_pass(codes, values, keyed[a][1][in_a], keyed[b][1][in_b], self.layout,
+                       self.state[(a, b)])
+
+    def frames(self, resamples: int, seed: int, weights: np.ndarray, signs: np.ndarray | None,
+               pairing: Pairing) -> Iterator[pl.DataFrame]:
+        numbers = _pair_numbers(self.layout, self.state, resamples, seed, weights, signs)
+        self.state.clear()
+        for pair in self.pairs:
+            yield from _pair_rows(self.layout, pair, numbers.pop(pair), resamples, seed,
+                                  pairing)
+
+
+def _comparison_resampling(layout: _Layout, resamples: int, seed: int
+                           ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The bucketed regime's weight and sign matrices (empty and None when exact)."""
+    k = layout.clusters
+    if layout.exact:
+        return np.empty((0, k), dtype=np.int32), None
+    weights = _bucket_weights(_rng(seed, "bootstrap", "buckets"), resamples, k)
+    signs = _bucket_signs(_rng(seed, "permutation", "buckets"), resamples, k) if resamples else None
+    return weights, signs
+
+
+def _warn_repeated(layout: _Layout, blocks: Iterable[_PairBlock]) -> None:
+    """One warning per model with rows left out of its comparisons (counted once a model)."""
+    repeated = np.zeros(layout.size("model"), dtype=np.int64)
+    counted = np.zeros(layout.size("model"), dtype=bool)
+    for block in blocks:
+        repeated[~counted] += block.repeated[~counted]
+        counted[block.models] = True
+    for model, count in zip(layout.values["model"], repeated[:-1].tolist(), strict=True):
         if count:
             log.warning(
                 "model %r: %d rows share a (%s) key with another row of the model; "
                 "they are left out of its paired comparisons",
                 model, count, ", ".join(PAIR_KEYS),
             )
-    pairs = list(itertools.combinations(models, 2))
-    slices = _slice_cells(layout)
-    schema = comparison_schema({c: layout.dtypes[c] for c in layout.key_columns})
-    frames = [pl.DataFrame(schema=schema)]
-    if not pairs:
-        return frames[0]
-    n_pairs = stats.pair_n.sum(axis=3).transpose(0, 2, 1)  # pairs x slices x metrics
-    sum_a, sum_b, a_only, b_only = (stats.pair_totals[:, s].transpose(0, 2, 1) for s in range(4))
-    shape = n_pairs.shape
-    low, high = np.full(shape, np.nan), np.full(shape, np.nan)
-    permutation = np.full(shape, np.nan)
+
+
+def _comparison_frames(source: _Rows, pairing: Pairing, resamples: int, seed: int
+                       ) -> Iterator[pl.DataFrame]:
+    """The rows of the comparisons in table order, one block of pairs at a time."""
+    layout = source.layout
+    weights, signs = _comparison_resampling(layout, resamples, seed)
+    done = []
+    for block in _pair_blocks(layout, pairing.pairs):
+        statistics = _PairBlock(layout, [pairing.pairs[i] for i in block.tolist()])
+        for codes, values in source.batches(statistics.models):
+            statistics.add(codes, values)
+            del codes, values
+        yield from statistics.frames(resamples, seed, weights, signs, pairing)
+        done.append(statistics)
+    _warn_repeated(layout, done)
+
+
+@dataclass
+class _SliceNumbers:
+    """One slice's numbers for one pair (cells x metrics each)."""
+
+    columns: tuple[str, ...]
+    grid: int  # the index of its grid: its Holm family
+    n_pairs: np.ndarray
+    totals: np.ndarray  # 4 x metrics x cells
+    low: np.ndarray
+    high: np.ndarray
+    p_value: np.ndarray
+    p_adjusted: np.ndarray
+
+
+def _pair_numbers(
+    layout: _Layout, state: dict[tuple[int, int], _PairSums], resamples: int, seed: int,
+    weights: np.ndarray, signs: np.ndarray | None,
+) -> dict[tuple[int, int], list[_SliceNumbers]]:
+    """Per pair of a block, per slice (grid after grid): pairs, means, bootstrap interval,
+    p-value and its Holm adjustment over the rows of one (pair, metric, grid)."""
+    m, k = len(layout.metrics), layout.clusters
+    jobs: list[tuple[tuple[int, int], int, tuple[str, ...], _Sums, int]] = []
+    for pair, sums in state.items():
+        for g, grid in enumerate(layout.comparison_grids):
+            for columns, parts in zip(grid.slices, sums.entries[g], strict=True):
+                jobs.append((pair, g, columns, _Sums.merged(parts, m), layout.n_cells(columns)))
+                parts.clear()
+    n_pairs = [np.stack([np.bincount(s.group, weights=s.counts[j], minlength=cells)
+                         for j in range(m)], axis=1) for *_, s, cells in jobs]
     if layout.exact:
-        for p, s in itertools.product(range(len(pairs)), range(len(slices))):
-            present = np.flatnonzero(stats.pair_keys[p, s] > 0)
-            if present.size == 0 or not (n_pairs[p, s] > 0).any():
-                continue
-            columns, cell = slices[s]
-            key = (*pairs[p], slice_name(columns), *cell)
-            d, n = stats.pair_d[p][:, s][:, present].T, stats.pair_n[p][:, s][:, present].T
-            means = _bootstrap_means(d, n, _rng(seed, "bootstrap", *key), resamples)
-            low[p, s], high[p, s] = _percentile_interval(means)
-            if resamples > 0:
-                permutation[p, s] = _permutation_p(d, _rng(seed, "permutation", *key), resamples)
+        results = []
+        for (pair, _, columns, s, cells), n in zip(jobs, n_pairs, strict=True):
+            models = [layout.values["model"][i] for i in pair]
+            name, values = slice_name(columns), layout.cells(columns)
+
+            def generators(cell: int, head: tuple = (*models, name), values: list = values
+                           ) -> tuple[np.random.Generator, np.random.Generator]:
+                key = (*head, *values[cell])
+                return _rng(seed, "bootstrap", *key), _rng(seed, "permutation", *key)
+
+            results.append(_exact_resampled(s, cells, n, resamples, generators))
     else:
-        k = layout.clusters
-        d = stats.pair_d.transpose(3, 0, 2, 1).reshape(k, -1)  # clusters x (pair, slice, metric)
-        n = stats.pair_n.transpose(3, 0, 2, 1).reshape(k, -1)
-        weights = _bucket_weights(_rng(seed, "bootstrap", "buckets"), resamples, k)
-        low, high = (bound.reshape(shape) for bound in _bucket_bootstrap(d, n, weights))
-        if resamples > 0:
-            signs = _bucket_signs(_rng(seed, "permutation", "buckets"), resamples, k)
-            permutation = _bucket_permutation_p(d, signs).reshape(shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_a, mean_b = sum_a / n_pairs, sum_b / n_pairs
-    binary = np.broadcast_to(layout.binary, shape)
-    p_value = np.where(
-        binary, mcnemar_exact_p(a_only.astype(np.int64), b_only.astype(np.int64)), permutation
-    )
-    keys = _key_frame(layout, slices)[np.repeat(np.arange(len(slices)), len(metrics))]
-    keys = keys.with_columns(
-        metric=pl.Series(np.tile(np.array([metric_name(m) for m in metrics], dtype=object),
-                                 len(slices)).tolist(), dtype=pl.String),
-        # the Holm family: the default slices together, each requested slice on its own
-        _family=pl.when(pl.col("slice").is_in([slice_name(s) for s in COMPARISON_SLICES]))
-        .then(pl.lit(ALL)).otherwise(pl.col("slice")),
-    )
-    for p, (model_a, model_b) in enumerate(pairs):
-        pair = keys.with_columns(
-            n_pairs=pl.Series(n_pairs[p].ravel().astype(np.int64)),
-            mean_a=pl.Series(mean_a[p].ravel()),
-            mean_b=pl.Series(mean_b[p].ravel()),
-            diff=pl.Series((mean_a[p] - mean_b[p]).ravel()),
-            ci_low=pl.Series(low[p].ravel()),
-            ci_high=pl.Series(high[p].ravel()),
-            _binary=pl.Series(binary[p].ravel()),
-            n_a_only=pl.Series(a_only[p].ravel().astype(np.int64)),
-            n_b_only=pl.Series(b_only[p].ravel().astype(np.int64)),
-            p_value=pl.Series(p_value[p].ravel()),
-        ).filter(pl.col("n_pairs") > 0)
-        if pair.height:
-            frames.append(_finish_pair(pair, model_a, model_b, resamples, seed, schema))
-    table = pl.concat(frames, how="vertical")
-    return table.sort(["model_a", "model_b", "slice", *layout.key_columns, "metric"],
-                      nulls_last=True)
+        results = _bucket_resampled([(s, cells) for *_, s, cells in jobs], k, weights, signs)
+    numbers: dict[tuple[int, int], list[_SliceNumbers]] = {pair: [] for pair in state}
+    for (pair, g, columns, _, _), n, (low, high, permutation) in zip(jobs, n_pairs, results,
+                                                                     strict=True):
+        totals = state[pair].totals[g][layout.comparison_grids[g].slices.index(columns)]
+        mcnemar = mcnemar_exact_p(totals[2].T.astype(np.int64), totals[3].T.astype(np.int64))
+        numbers[pair].append(_SliceNumbers(
+            columns, g, n, totals, low, high, np.where(layout.binary, mcnemar, permutation),
+            np.full(n.shape, np.nan),
+        ))
+    for slices in numbers.values():
+        for g in range(len(layout.comparison_grids)):
+            family = [f for f in slices if f.grid == g]
+            for j in range(m):  # Holm over the rows of one (pair, metric, family)
+                adjusted = holm(np.concatenate([f.p_value[f.n_pairs[:, j] > 0, j]
+                                                for f in family]))
+                start = 0
+                for f in family:
+                    rows = np.flatnonzero(f.n_pairs[:, j] > 0)
+                    f.p_adjusted[rows, j] = adjusted[start : start + rows.size]
+                    start += rows.size
+    return numbers
 
 
-def _finish_pair(
-    pair: pl.DataFrame, model_a: str, model_b: str, resamples: int, seed: int,
-    schema: Mapping[str, pl.DataType],
-) -> pl.DataFrame:
-    """Holm-adjust each metric's p-values across the rows of one family of one model pair;
-    final columns."""
-    p = pair["p_value"].fill_null(np.nan).to_numpy()
-    adjusted = np.full(p.size, np.nan)
-    families = pair.with_row_index("_row").group_by("metric", "_family").agg("_row")
-    for rows in families["_row"].to_list():
-        adjusted[rows] = holm(p[rows])
-    binary = pl.col("_binary")
-    return pair.with_columns(
-        model_a=pl.lit(model_a),
-        model_b=pl.lit(model_b),
-        mean_a=pl.col("mean_a").fill_nan(None),
-        mean_b=pl.col("mean_b").fill_nan(None),
-        diff=pl.col("diff").fill_nan(None),
-        ci_low=pl.col("ci_low").fill_nan(None),
-        ci_high=pl.col("ci_high").fill_nan(None),
-        test=pl.when(binary).then(pl.lit(TEST_MCNEMAR)).otherwise(pl.lit(TEST_PERMUTATION)),
-        n_a_only=pl.when(binary).then(pl.col("n_a_only")),
-        n_b_only=pl.when(binary).then(pl.col("n_b_only")),
-        p_value=pl.col("p_value").fill_nan(None),
-        p_adjusted=_nullable(adjusted),
-        correction=pl.lit(CORRECTION),
-    ).with_columns(
-        significant=pl.col("p_adjusted") < ALPHA,
-        resamples=pl.lit(resamples, dtype=pl.Int64),
-        seed=pl.lit(seed, dtype=pl.Int64),
-    ).select(list(schema)).cast(dict(schema))  # type: ignore[arg-type]
+def _pair_rows(
+    layout: _Layout, pair: tuple[int, int], numbers: list[_SliceNumbers], resamples: int,
+    seed: int, pairing: Pairing,
+) -> Iterator[pl.DataFrame]:
+    """The comparison rows of one pair, in table order (slices by name)."""
+    m = len(layout.metrics)
+    model_a, model_b = (layout.values["model"][i] for i in pair)
+    metric_order, metric_names = _metric_order(layout)
+    tests = pl.Series("test", [TEST_MCNEMAR if b else TEST_PERMUTATION for b in layout.binary],
+                      dtype=pl.String)
+    schema = _comparison_schema_of(layout)
+    for f in sorted(numbers, key=lambda f: slice_name(f.columns)):
+        codes, cell_order = _cell_order(layout, f.columns)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_a, mean_b = f.totals[0].T / f.n_pairs, f.totals[1].T / f.n_pairs
+        for cell, metric in _in_table_order(cell_order, m, metric_order, f.n_pairs > 0):
+            binary = layout.binary[metric]
+            yield pl.DataFrame({
+                "model_a": pl.Series([model_a], dtype=pl.String).gather(np.zeros_like(metric)),
+                "model_b": pl.Series([model_b], dtype=pl.String).gather(np.zeros_like(metric)),
+                **_key_columns(layout, f.columns, codes, cell),
+                "metric": metric_names.gather(metric),
+                "n_pairs": pl.Series(f.n_pairs[cell, metric].astype(np.int64)),
+                "mean_a": _nullable(mean_a[cell, metric]),
+                "mean_b": _nullable(mean_b[cell, metric]),
+                "diff": _nullable(mean_a[cell, metric] - mean_b[cell, metric]),
+                "ci_low": _nullable(f.low[cell, metric]),
+                "ci_high": _nullable(f.high[cell, metric]),
+                "test": tests.gather(metric),
+                "n_a_only": pl.Series(f.totals[2][metric, cell].astype(np.int64)),
+                "n_b_only": pl.Series(f.totals[3][metric, cell].astype(np.int64)),
+                "_binary": pl.Series(binary),
+                "p_value": _nullable(f.p_value[cell, metric]),
+                "p_adjusted": _nullable(f.p_adjusted[cell, metric]),
+            }).with_columns(
+                n_a_only=pl.when("_binary").then("n_a_only"),
+                n_b_only=pl.when("_binary").then("n_b_only"),
+                correction=pl.lit(CORRECTION, dtype=pl.String),
+                significant=pl.col("p_adjusted") < ALPHA,
+                resamples=pl.lit(resamples, dtype=pl.Int64),
+                seed=pl.lit(seed, dtype=pl.Int64),
+                pairing=pl.lit(pairing.rule, dtype=pl.String),
+                baseline=pl.lit(pairing.baseline, dtype=pl.String),
+            ).select(list(schema))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _Frames:
+    """Frames collected per section (a slice of the intervals; one for the comparisons), in
+    memory: the table is the sections in order of their names."""
+
+    def __init__(self, schema: Mapping[str, pl.DataType]) -> None:
+        self.schema = dict(schema)
+        self.sections: dict[str, list[pl.DataFrame]] = {}
+
+    def add(self, section: str, frame: pl.DataFrame) -> None:
+        self.sections.setdefault(section, []).append(frame)
+
+    def finish(self) -> pl.DataFrame:
+        frames = [f for name in sorted(self.sections) for f in self.sections[name]]
+        return pl.concat([pl.DataFrame(schema=self.schema), *frames], how="vertical")
+
+
+class _ParquetFrames:
+    """Frames streamed into one Parquet file (zstd), written atomically.
+
+    Each section's frames go to a temporary file of its own beside the target (row groups of
+    about :data:`_FRAME_ROWS` rows); :meth:`finish` joins them in order of the section names,
+    so memory holds one row group, not the table.
+    """
+
+    def __init__(self, target: Path, schema: Mapping[str, pl.DataType]) -> None:
+        self.target = Path(target)
+        check_output_file(self.target)
+        self.arrow = pl.DataFrame(schema=dict(schema)).to_arrow().schema
+        self.parts: dict[str, tuple[Path, pq.ParquetWriter]] = {}
+        self.pending: dict[str, list[pl.DataFrame]] = {}
+        self.rows = 0
+        self.significant = 0
+
+    def add(self, section: str, frame: pl.DataFrame) -> None:
+        self.rows += frame.height
+        if "significant" in frame.columns:
+            self.significant += int(frame["significant"].sum())
+        pending = self.pending.setdefault(section, [])
+        pending.append(frame)
+        if sum(f.height for f in pending) >= _FRAME_ROWS:
+            self._flush(section)
+
+    def _flush(self, section: str) -> None:
+        frames = self.pending.pop(section, [])
+        if not frames:
+            return
+        if section not in self.parts:
+            path = self.target.parent / owned_name(TMP_PREFIX, f"{self.target.name}.part")
+            self.parts[section] = (path, pq.ParquetWriter(path, self.arrow, compression="zstd"))
+        table = pl.concat(frames, how="vertical").to_arrow().cast(self.arrow)
+        self.parts[section][1].write_table(table, row_group_size=_FRAME_ROWS)
+
+    def finish(self) -> Path:
+        try:
+            for section in list(self.pending):
+                self._flush(section)
+            for _, writer in self.parts.values():
+                writer.close()
+            with atomic_path(self.target) as tmp, pq.ParquetWriter(
+                tmp, self.arrow, compression="zstd"
+            ) as writer:
+                for section in sorted(self.parts):
+                    for group in range(pq.ParquetFile(self.parts[section][0]).num_row_groups):
+                        writer.write_table(
+                            pq.ParquetFile(self.parts[section][0]).read_row_group(group)
+                        )
+        finally:
+            self.close()
+        return self.target
+
+    def close(self) -> None:
+        """Remove the temporary files (after :meth:`finish`, or when the writing failed)."""
+        for path, writer in self.parts.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+            path.unlink(missing_ok=True)
+        self.parts.clear()
 
 
 # --------------------------------------------------------------------------- driver
@@ -1315,16 +2090,23 @@ def write_stats(
     out_dir: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
     scores: pl.DataFrame | pl.LazyFrame | None = None,
     exact_max_ids: int = EXACT_MAX_IDS, buckets: int = BUCKETS,
-    by: Iterable[str | Sequence[str]] = (),
+    by: Iterable[str | Sequence[str]] = (), max_all_pairs: int = MAX_ALL_PAIRS,
+    baseline: str | None = None,
 ) -> StatsSummary:
     """Read ``out_dir/scores.parquet`` lazily (or take ``scores``); write ``intervals.parquet``
     and ``comparisons.parquet`` into ``out_dir``, with the default slices and those of ``by``
     (each a tuple of columns of the scores or ``"COLUMN,COLUMN"``, :func:`check_slices`).
 
-    The scores are reduced to per-(group, cluster) sums in streaming passes (only the key and
-    metric columns are read), so memory is bounded by groups x clusters, not by rows.
+    Comparisons pair every two models up to ``max_all_pairs`` models; beyond, each model is
+    compared with ``baseline`` (a model name) or, by default, the model with the best mean of
+    the primary metric (:class:`Pairing`; the rule is logged and in the ``pairing`` column).
+
+    The scores are reduced to per-(group, cluster) sums a block of models (or pairs) at a time,
+    and the tables are streamed to their files, so memory is bounded by the rows of one pass
+    and :data:`_BLOCK_BYTES` per block, not by the number of models, cells or slices.
     """
     _check_resamples(resamples)
+    _check_max_all_pairs(max_all_pairs)
     out_dir = Path(out_dir)
     by = tuple(by)
     if scores is None:
@@ -1336,24 +2118,64 @@ def write_stats(
         scores = pl.scan_parquet(scores_path)
     lf = scores.lazy()
     requested = check_slices(lf.collect_schema(), by)
-    if _has_stats_columns(lf):
-        stats = _statistics(lf, _layout(lf, exact_max_ids, buckets, requested))
-        intervals = _interval_table(stats, resamples, seed)
-        comparisons = _comparison_table(stats, resamples, seed)
-    else:
+    slices = tuple(slice_name(s) for grid in _grids(COMPARISON_SLICES, requested)
+                   for s in grid.slices)
+    if not _has_stats_columns(lf):
         keys = _empty_keys(lf, requested)
-        intervals = pl.DataFrame(schema=interval_schema(keys))
-        comparisons = pl.DataFrame(schema=comparison_schema(keys))
-    intervals_path = write_parquet_atomic(intervals, out_dir / INTERVALS_FILE)
-    comparisons_path = write_parquet_atomic(comparisons, out_dir / COMPARISONS_FILE)
+        intervals_path = write_parquet_atomic(pl.DataFrame(schema=interval_schema(keys)),
+                                              out_dir / INTERVALS_FILE)
+        comparisons_path = write_parquet_atomic(pl.DataFrame(schema=comparison_schema(keys)),
+                                                out_dir / COMPARISONS_FILE)
+        return StatsSummary(intervals_path, comparisons_path, 0, 0, 0, resamples, seed, slices)
+    source = _Rows(lf, _layout(lf, exact_max_ids, buckets, requested))
+    pairing = _pairing(source, max_all_pairs, baseline)
+    log.info("comparisons: %s; %d pairs", pairing.reason, len(pairing.pairs))
+    intervals = _ParquetFrames(out_dir / INTERVALS_FILE, _interval_schema_of(source.layout))
+    comparisons = _ParquetFrames(out_dir / COMPARISONS_FILE,
+                                 _comparison_schema_of(source.layout))
+    layout = source.layout
+    interval_blocks = _interval_blocks(layout)
+    pair_blocks = _pair_blocks(layout, pairing.pairs)
+    try:
+        if layout.rows > PASS_ROWS and len(interval_blocks) == 1 and len(pair_blocks) <= 1:
+            # every model in one block for each table: one sweep of the passes for both
+            interval_block = _IntervalBlock(layout, interval_blocks[0])
+            pair_block = _PairBlock(layout, pairing.pairs) if pairing.pairs else None
+            for codes, values in source.batches(interval_blocks[0]):
+                interval_block.add(codes, values)
+                if pair_block is not None:
+                    pair_block.add(codes, values)
+                del codes, values
+            weights, method = _interval_method(layout, resamples, seed)
+            for section, frame in interval_block.frames(resamples, seed, weights, method):
+                intervals.add(section, frame)
+            del interval_block
+            intervals_path = intervals.finish()
+            if pair_block is not None:
+                weights, signs = _comparison_resampling(layout, resamples, seed)
+                for frame in pair_block.frames(resamples, seed, weights, signs, pairing):
+                    comparisons.add("", frame)
+                _warn_repeated(layout, [pair_block])
+        else:
+            for section, frame in _interval_frames(source, resamples, seed):
+                intervals.add(section, frame)
+            intervals_path = intervals.finish()
+            for frame in _comparison_frames(source, pairing, resamples, seed):
+                comparisons.add("", frame)
+        comparisons_path = comparisons.finish()
+    finally:
+        intervals.close()
+        comparisons.close()
     return StatsSummary(
         intervals_path=intervals_path,
         comparisons_path=comparisons_path,
-        intervals=intervals.height,
-        comparisons=comparisons.height,
-        significant=int(comparisons["significant"].sum()),
+        intervals=intervals.rows,
+        comparisons=comparisons.rows,
+        significant=comparisons.significant,
         resamples=resamples,
         seed=seed,
-        slices=tuple(slice_name(s) for grid in _grids(COMPARISON_SLICES, requested)
-                     for s in grid.slices),
+        slices=slices,
+        pairing=pairing.rule,
+        baseline=pairing.baseline,
+        pairing_reason=pairing.reason,
     )

@@ -18,9 +18,10 @@ import polars as pl
 
 from pipeline.io.atomic import atomic_path
 from pipeline.report.data import DIFF_COLUMNS, check_columns, load_run
+from pipeline.report.limits import Limits
 from pipeline.report.page import REGRESSED_COLUMNS, SECTION_IDS, render
 
-__all__ = ["SECTION_IDS", "write_report"]
+__all__ = ["SECTION_IDS", "Limits", "write_report"]
 
 
 def write_report(
@@ -30,6 +31,7 @@ def write_report(
     diff: pl.DataFrame | None = None,
     regressed: pl.DataFrame | None = None,
     title: str | None = None,
+    limits: Limits | None = None,
 ) -> Path:
     """Write the HTML report of the run in ``out_dir`` to ``target`` atomically; return it.
 
@@ -38,7 +40,9 @@ def write_report(
     comparison" section: a chart of the per-slice changes, then the changes, regressions
     first, without the rows where both runs agree. ``regressed`` (``Comparison.regressed``:
     id, model, noise_level, task, metric, before, after) lists the regressed items there too.
-    ``title`` defaults to "Evaluation report: " and the directory name.
+    ``title`` defaults to "Evaluation report: " and the directory name. ``limits`` caps the
+    models, categories and comparison rows the sections draw (:mod:`pipeline.report.limits`;
+    each capped section says what it left out).
     """
     if diff is not None:
         check_columns(diff, DIFF_COLUMNS, "the run comparison")
@@ -46,7 +50,8 @@ def write_report(
         if diff is None:
             raise ValueError("regressed items are shown only with a run comparison (diff=)")
         check_columns(regressed, REGRESSED_COLUMNS, "the regressed items")
-    document = render(load_run(Path(out_dir)), diff=diff, regressed=regressed, title=title)
+    document = render(load_run(Path(out_dir)), diff=diff, regressed=regressed, title=title,
+                      limits=limits or Limits())
     target = Path(target)
     with atomic_path(target) as tmp:
         tmp.write_text(document, encoding="utf-8")

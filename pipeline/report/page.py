@@ -27,6 +27,14 @@ from pipeline.metrics.qa.citation import parse_citation_markers
 from pipeline.metrics.registry import REGISTRY
 from pipeline.report import charts, checks, hotpot_charts
 from pipeline.report.data import WORST_N, RunData, with_ci
+from pipeline.report.limits import (
+    MAX_COMPARISON_ROWS,
+    Limits,
+    cap,
+    capped_diff,
+    section_id,
+    with_notes,
+)
 from pipeline.stats import METRIC_NAMES, wilson_interval
 from pipeline.text.sentences import split_sentences
 
@@ -644,7 +652,10 @@ def _interval(value: object, low: object, high: object) -> str:
     return f"{fmt_auto(value)} [{fmt_auto(low)}, {fmt_auto(high)}]"
 
 
-def _comparisons(data: RunData) -> str:
+def _comparisons(data: RunData, max_rows: int = MAX_COMPARISON_ROWS, total: int | None = None
+                 ) -> str:
+    """The comparisons of ``data`` (``total`` rows in comparisons.parquet), at most
+    ``max_rows`` of them."""
     if data.comparisons is None or data.comparisons.height == 0:
         return _section("comparisons", "Model comparisons", '<p class="empty">No '
                         "comparisons.parquet in the run directory.</p>")
@@ -657,6 +668,8 @@ def _comparisons(data: RunData) -> str:
               pl.col("slice") != "all", "slice", "slice_label", "model_a", "model_b",
               nulls_last=True)
     )
+    left_out = max(0, frame.height - max_rows)
+    frame = frame.head(max_rows)
     rows = []
     for r in frame.to_dicts():
         significant = bool(r["significant"])
@@ -684,9 +697,13 @@ def _comparisons(data: RunData) -> str:
         + '<p class="note">Paired differences between models on the same items; highlighted '
         "rows are significant after the multiple-comparison correction "
         f"({esc(', '.join(corrections))}) that gives the adjusted p. Shown: "
-        f"{fmt(frame.height, 'count')} of the {fmt(data.comparisons.height, 'count')} rows of "
+        f"{fmt(frame.height, 'count')} of the "
+        f"{fmt(data.comparisons.height if total is None else total, 'count')} rows of "
         "comparisons.parquet, every report metric over all rows (slice <code>all</code>) and "
-        "the significant differences within a slice.</p>")
+        "the significant differences within a slice"
+        + (f"; the {fmt(left_out, 'count')} rows after the first {fmt(max_rows, 'count')} in "
+           "this order are left out (the <code>model_comparison</code> view has them all)"
+           if left_out else "") + ".</p>")
 
 
 def _direction(metric: object) -> bool | None:
@@ -1043,18 +1060,25 @@ def render(
     diff: pl.DataFrame | None = None,
     regressed: pl.DataFrame | None = None,
     title: str | None = None,
+    limits: Limits = Limits(),  # noqa: B008 - frozen
 ) -> str:
     """The complete HTML document for ``data``; a run comparison when ``diff`` is given (its
-    regressed items too when ``regressed`` is)."""
+    regressed items too when ``regressed`` is). Charts, comparisons and worst items draw at
+    most the models and categories of ``limits`` (:mod:`pipeline.report.limits`)."""
     title = title or f"Evaluation report: {Path(data.out_dir).resolve().name}"
+    capped = cap(data, limits)
+    drawn = capped.data
+    total = None if data.comparisons is None else data.comparisons.height
     sections = [
-        _headline(data), _answers(data), _citations(data), _distributions(data),
-        _generation(data),
-        _categories(data), _noise(data), _rgb(data), _grounding(data), _cost(data),
-        _profile(data), _failures(data), _comparisons(data),
-        *([_run_comparison(diff, regressed, data.models)] if diff is not None else []),
-        _worst(data), _appendix(data),
+        _headline(data), _answers(data), _citations(data), _distributions(drawn),
+        _generation(drawn),
+        _categories(drawn), _noise(drawn), _rgb(drawn), _grounding(drawn), _cost(drawn),
+        _profile(drawn), _failures(drawn), _comparisons(drawn, limits.comparison_rows, total),
+        *([_run_comparison(capped_diff(diff, capped, data), regressed, drawn.models)]
+          if diff is not None else []),
+        _worst(drawn), _appendix(data),
     ]
+    sections = [with_notes(s, capped.notes.get(section_id(s), [])) for s in sections]
     ids = [s for s in SECTION_IDS if diff is not None or s != "run-comparison"]
     csp = (f"default-src 'none'; script-src {script_hash()}; style-src 'unsafe-inline'; "
            "img-src data:; base-uri 'none'; form-action 'none'")
