@@ -129,6 +129,7 @@ from pipeline.io.atomic import (
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, SCORES_FILE
 from pipeline.metrics.registry import REGISTRY
 from pipeline.metrics.spec import MEAN_KINDS
+from pipeline.metrics.user import scores_catalog
 from pipeline.schema import RECORD_SCHEMA, InputError
 
 __all__ = [
@@ -330,7 +331,8 @@ class StatsSummary:
 
 
 def metric_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
-    """Registered metrics whose mean is a result (kind ``score`` or ``flag``), in registry order.
+    """Metrics whose mean is a result (kind ``score`` or ``flag``), in registry order, then the
+    user-defined ones (:func:`pipeline.metrics.user.scores_catalog`).
 
     Only those present in ``scores_schema`` with a numeric column. Sufficient statistics (kind
     ``count``, e.g. ``rouge_1_overlap``) are left out: their means are not scores; labels and
@@ -340,9 +342,9 @@ def metric_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
     ['answer_em']
     """
     columns = []
-    for name, spec in REGISTRY.items():
-        dtype = scores_schema.get(name)
-        if dtype is None or not dtype.is_numeric() or spec.kind not in MEAN_KINDS:
+    for name, spec in scores_catalog(scores_schema).items():
+        dtype = scores_schema[name]
+        if not dtype.is_numeric() or spec.kind not in MEAN_KINDS:
             continue
         columns.append(name)
     return columns
@@ -354,7 +356,8 @@ def binary_columns(scores_schema: Mapping[str, pl.DataType]) -> list[str]:
     >>> binary_columns({"answer_em": pl.Int8(), "answer_f1": pl.Float64()})
     ['answer_em']
     """
-    return [name for name in metric_columns(scores_schema) if REGISTRY[name].kind == "flag"]
+    catalog = scores_catalog(scores_schema)
+    return [name for name in metric_columns(scores_schema) if catalog[name].kind == "flag"]
 
 
 def metric_name(column: str) -> str:

@@ -58,10 +58,13 @@ def test_metric_columns_drop_counts_keep_usage():
         "rouge_1_overlap": pl.Int64(), "total_tokens": pl.Int64(), "latency_ms": pl.Float64(),
         "abstained": pl.Int8(), "length_feedback": pl.String(), "not_a_metric": pl.Float64(),
     }
+    # Every other column of a scores table is a user-defined metric (pipeline.metrics.user):
+    # a Float64 one is a score, after the registered metrics.
     assert metric_columns(schema) == [
-        "answer_em", "answer_f1", "abstained", "total_tokens", "latency_ms"
+        "answer_em", "answer_f1", "abstained", "total_tokens", "latency_ms", "not_a_metric"
     ]
     assert binary_columns(schema) == ["answer_em", "abstained"]
+    assert binary_columns({**schema, "has_url": pl.Int8()})[-1] == "has_url"
 
 
 # --------------------------------------------------------------------------- Wilson
