@@ -36,25 +36,32 @@ cannot write. :func:`connect` is the unrestricted read-only connection for trust
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
 
-from pipeline.io.atomic import atomic_path
+from pipeline.io.atomic import OutputPathError, atomic_path
 from pipeline.io.layout import (
     DATABASE_FILE,
     MANIFEST_FILE,
+    MODEL_PARTITION,
+    REJECTED_DIR,
     REJECTED_FILE,
     RUN_PARTITION,
+    SCORES_DIR,
     SCORES_FILE,
 )
+from pipeline.io.partitioned import partitions_sql
 from pipeline.io.sql import sql_literal
 from pipeline.metrics import registry
 from pipeline.metrics.spec import MetricSpec
@@ -289,14 +296,16 @@ def user_metrics_of(out_dir: Path) -> tuple[MetricSpec, ...]:
         if not scores.is_file():
             return ()
         schema = pl.read_parquet_schema(scores)
-        catalog = scores_catalog(schema)
+        signatures: list[str] = []
+        if "signature" in schema:  # one row's signature: the kinds and directions it declares
+            first = pl.scan_parquet(scores).select("signature").head(1).collect()
+            signatures = [s for s in first["signature"].to_list() if s]
+        catalog = scores_catalog(schema, signatures)
         return tuple(spec for spec in catalog.values() if spec.family == USER_FAMILY)
     specs: dict[str, MetricSpec] = {}
-    for manifest in sorted(out_dir.glob(f"{_RUN}=*/{_MANIFEST}")):
-        try:
-            config = json.loads(manifest.read_text(encoding="utf-8")).get("config", {})
-        except (OSError, ValueError):
-            log.warning("%s cannot be read; its user-defined metrics are left out", manifest)
+    for manifest in store_runs(out_dir).committed:  # damaged runs are left out (and warned)
+        config = manifest.get("config")
+        if not isinstance(config, dict):
             continue
         for entry in config.get("user_metrics") or ():
             if isinstance(entry, dict) and entry.get("kind") in KIND_DTYPES:
@@ -409,7 +418,13 @@ def _create_views(
     con: duckdb.DuckDBPyConnection, out_dir: Path, views: Iterable[ViewDef]
 ) -> None:
     con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
-    for macro, body in _source_macros(out_dir).items():
+    runs = None
+    if is_store(out_dir):
+        state = store_state(out_dir)  # before the runs are read: a change meanwhile shows later
+        runs = _readable_runs(out_dir)
+        con.execute(f"create macro {STATE_MACRO}() as {_literal(state)}")
+        con.execute(f"create macro {DAMAGED_MACRO}() as {_literal(json.dumps(runs.damaged))}")
+    for macro, body in _source_macros(out_dir, runs).items():
         con.execute(f"create macro {macro}() as table {body}")
     created: list[ViewDef] = []
     for view in views:
@@ -442,16 +457,171 @@ def _create_views(
 
 
 def is_store(path: Path) -> bool:
-    """Whether ``path`` is a results store (:mod:`pipeline.store`) rather than one run's output."""
-    return not (path / SCORES_FILE).is_file() and any(path.glob(f"{_RUN}=*/{_MANIFEST}"))
+    """Whether ``path`` is a results store (:mod:`pipeline.store`) rather than one run's output:
+    no ``scores.parquet`` of its own, and at least one ``eval_run=*`` directory."""
+    return not (path / SCORES_FILE).is_file() and any(
+        child.is_dir() for child in path.glob(f"{_RUN}=*")
+    )
 
 
-def _source_macros(out_dir: Path) -> dict[str, str]:
+# --- the runs of a store ------------------------------------------------------------------------
+
+#: Fields every committed manifest has; a manifest without one of them is damaged.
+MANIFEST_FIELDS: tuple[str, ...] = (
+    "run_id", "status", "started_at", "finished_at", "signature", "metrics", "counts",
+)
+#: Bytes that open and close every Parquet file.
+_PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True)
+class StoreRuns:
+    """The run directories of a store as :func:`store_runs` found them."""
+
+    root: Path
+    #: Manifests of the committed runs that can be read, oldest first (start time, then name).
+    committed: tuple[dict[str, Any], ...]
+    #: Run directories that cannot be read, by run id: why (a missing or damaged manifest, a
+    #: truncated file). Readers leave them out; nothing removes them.
+    damaged: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(m["run_id"] for m in self.committed)
+
+    def latest(self) -> dict[str, Any] | None:
+        """The manifest of the latest committed run (by finish time, then name)."""
+        if not self.committed:
+            return None
+        return max(self.committed, key=lambda m: (str(m["finished_at"]), m["run_id"]))
+
+    def listing(self) -> str:
+        """``r1, r2`` and the damaged runs with why, for messages."""
+        text = ", ".join(self.ids) or "none"
+        if self.damaged:
+            text += "; damaged: " + "; ".join(f"{r} ({why})" for r, why in self.damaged.items())
+        return text
+
+    def unknown(self, run: str) -> InputError:
+        """The error for a run id that is not a readable committed run of the store."""
+        if run in self.damaged:
+            return InputError(
+                f"{self.root}: run {run!r} is damaged ({self.damaged[run]}); "
+                f"runs: {', '.join(self.ids) or 'none'}"
+            )
+        return InputError(f"{self.root}: no committed run {run!r}; runs: {self.listing()}")
+
+
+def read_manifest(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the manifest of the committed run in ``run_dir``, None) or (None, why it is not one)."""
+    path = run_dir / _MANIFEST
+    run_id = run_dir.name.removeprefix(f"{_RUN}=")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, f"{_MANIFEST} is missing: not a committed run"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{_MANIFEST} cannot be read: {exc}"
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        return None, f"{_MANIFEST} is not valid JSON ({exc})"
+    if not isinstance(manifest, dict):
+        return None, f"{_MANIFEST} is not a JSON object"
+    missing = [name for name in MANIFEST_FIELDS if name not in manifest]
+    if missing:
+        return None, f"{_MANIFEST} lacks {', '.join(missing)}"
+    if manifest["status"] != "committed":
+        return None, f"{_MANIFEST} says status {manifest['status']!r}, not 'committed'"
+    if manifest["run_id"] != run_id:
+        return None, f"{_MANIFEST} names run {manifest['run_id']!r}"
+    if not isinstance(manifest["counts"], dict):
+        return None, f"{_MANIFEST}: counts is not an object"
+    return manifest, None
+
+
+def parquet_intact(path: Path) -> bool:
+    """Whether ``path`` starts and ends with Parquet's magic bytes: a file cut short (a full
+    disk, a killed copy) has lost its footer. Reads 8 bytes."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+            size = os.fstat(handle.fileno()).st_size
+            if size < 12 or head != _PARQUET_MAGIC:
+                return False
+            handle.seek(size - 4)
+            return handle.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def run_damage(run_dir: Path) -> str | None:
+    """Why the files of a committed run cannot all be read (None when they can): no score or
+    rejected-rows file, or a Parquet file that is truncated or not Parquet."""
+    for folder in (SCORES_DIR, REJECTED_DIR):
+        if not any((run_dir / folder).rglob("*.parquet")):
+            return f"no {folder} files"
+    for path in sorted(run_dir.rglob("*.parquet")):
+        if not parquet_intact(path):
+            return f"{path.relative_to(run_dir).as_posix()} is truncated or not Parquet"
+    return None
+
+
+def store_runs(root: Path, *, check_files: bool = False) -> StoreRuns:
+    """The committed runs of the store at ``root``, and the damaged ones with why.
+
+    A run is committed when its directory holds a readable manifest with status
+    ``committed`` (:func:`read_manifest`); ``check_files`` also reads the first and last bytes
+    of each of its Parquet files (:func:`run_damage`).
+    """
+    root = Path(root)
+    committed: list[dict[str, Any]] = []
+    damaged: dict[str, str] = {}
+    for run_dir in sorted(root.glob(f"{_RUN}=*")):
+        if not run_dir.is_dir():
+            continue
+        run_id = run_dir.name.removeprefix(f"{_RUN}=")
+        manifest, why = read_manifest(run_dir)
+        if manifest is not None and check_files:
+            why = run_damage(run_dir)
+        if why is not None:
+            damaged[run_id] = why
+        else:
+            assert manifest is not None
+            committed.append(manifest)
+    committed.sort(key=lambda m: (str(m["started_at"]), m["run_id"]))
+    return StoreRuns(root, tuple(committed), damaged)
+
+
+def store_state(root: Path) -> str:
+    """A digest of the run directories of a store and the size and time of their manifests:
+    a database whose views were built for another state is rebuilt (:func:`connect`)."""
+    parts = []
+    for run_dir in sorted(Path(root).glob(f"{_RUN}=*")):
+        try:
+            stat = (run_dir / _MANIFEST).stat()
+            parts.append(f"{run_dir.name}:{stat.st_size}:{stat.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{run_dir.name}:-")
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+#: Scalar macros a store's database carries: the state it was built for, and the runs it left
+#: out as damaged (a JSON object: run id -> why).
+STATE_MACRO = "eval_store_state"
+DAMAGED_MACRO = "eval_store_damaged"
+
+
+def _source_macros(out_dir: Path, runs: StoreRuns | None = None) -> dict[str, str]:
     """Table macros the staging views read: files of one output directory or of a store.
 
     Every macro adds ``eval_run`` (null for a plain output directory). In a store the macros
     read the run chosen by the session variable ``eval_run`` (``SET VARIABLE eval_run =
-    'RUN'``), every run when it is ``'all'``, and the latest committed run when it is unset.
+    'RUN'``), every committed run when it is ``'all'``, and the latest committed run when it is
+    unset. The runs are those :func:`store_runs` finds readable when the views are built, named
+    one by one: a query opens the files of the runs it selects and no others, so a damaged run
+    never stops a query of another; a damaged run is left out (with a warning naming it), and
+    choosing it, or a run id the store does not have, fails with a message that says so.
     """
     empty = "select cast(null as varchar) as metric, cast(null as varchar) as eval_run where false"
     if not is_store(out_dir):
@@ -464,38 +634,77 @@ def _source_macros(out_dir: Path) -> dict[str, str]:
             path = out_dir / name
             macros[macro] = _flat(path) if path.is_file() else empty
         return macros
+    runs = runs or _readable_runs(out_dir)
+    latest = runs.latest()
+    assert latest is not None  # _readable_runs raises without one
+    ids = runs.ids
     root = out_dir.as_posix()
-    latest = (
-        "(select run_id from manifests_file() order by finished_at desc, run_id desc limit 1)"
-    )
-    chosen = (
-        f"(getvariable('{_RUN}') = 'all' or "
-        f"{_RUN} = coalesce(getvariable('{_RUN}'), {latest}))"
+    chosen = f"coalesce(getvariable('{_RUN}'), {_literal(latest['run_id'])})"
+    known = _literal(f"; runs: {', '.join(ids)}, or 'all'")
+    unknown = (
+        f"error('run ' || {chosen} || ' is not a committed run of {_sql_text(root)}' || {known})"
     )
 
-    def runs_of(pattern: str) -> str:
-        glob = _literal(f"{root}/{_RUN}=*/{pattern}")
-        types = ", ".join(f"'{name}': varchar" for name in (_RUN, "model") if f"{name}=" in
-                          f"{_RUN}={pattern}")
+    def files(run_ids: Sequence[str], pattern: str) -> str:
+        return "[" + ", ".join(_literal(f"{root}/{_RUN}={r}/{pattern}") for r in run_ids) + "]"
+
+    def hive(run_ids: Sequence[str], pattern: str) -> str:
         return (
-            f"select * from read_parquet({glob}, hive_partitioning = true, union_by_name = true, "
-            f"hive_types = {{{types}}}) where {chosen}"
+            f"select * from read_parquet({files(run_ids, pattern)}, hive_partitioning = true, "
+            f"union_by_name = true, hive_types = {{'{_RUN}': varchar}})"
         )
 
-    manifests = _literal(f"{root}/{_RUN}=*/{_MANIFEST}")
+    def pick(sql_of: Any) -> str:
+        """``query()`` of the SQL for the chosen runs (one constant, folded when bound)."""
+        whens = [f"when 'all' then {_literal(sql_of(ids))}"]
+        whens += [f"when {_literal(r)} then {_literal(sql_of((r,)))}" for r in ids]
+        whens += [
+            f"when {_literal(r)} then error({_literal(f'run {r} of {root} is damaged: {why}')})"
+            for r, why in runs.damaged.items()
+        ]
+        return f"select * from query(case {chosen} {' '.join(whens)} else {unknown} end)"
+
+    def optional(name: str) -> Any:
+        def sql_of(run_ids: Sequence[str]) -> str:
+            having = [r for r in run_ids if (out_dir / f"{_RUN}={r}" / name).is_file()]
+            return hive(having, name) if having else empty
+        return sql_of
+
+    manifests = "[" + ", ".join(
+        _literal(f"{root}/{_RUN}={r}/{_MANIFEST}") for r in ids
+    ) + "]"
     macros = {
         "manifests_file": (
             "select * exclude (counts), counts.read as n_read, counts.scored as n_scored, "
             "counts.reused as n_reused, counts.rejected as n_rejected "
             f"from read_json({manifests}, columns = {_MANIFEST_COLUMNS})"
         ),
-        "scores_file": runs_of("scores/model=*/*.parquet"),
-        "rejected_file": runs_of("rejected/*.parquet"),
+        "scores_file": pick(
+            lambda run_ids: partitions_sql(files(run_ids, f"{SCORES_DIR}/{MODEL_PARTITION}=*/"
+                                                          "*.parquet"))
+        ),
+        "rejected_file": pick(lambda run_ids: hive(run_ids, f"{REJECTED_DIR}/*.parquet")),
     }
     for macro, name in OPTIONAL_FILES.items():
-        found = any(out_dir.glob(f"{_RUN}=*/{name}"))
-        macros[macro] = runs_of(name) if found else empty
+        macros[macro] = pick(optional(name))
     return macros
+
+
+def _readable_runs(root: Path) -> StoreRuns:
+    """:func:`store_runs` with every file checked; a warning names each damaged run, and a
+    store with no readable run is an :class:`~pipeline.schema.InputError`."""
+    runs = store_runs(root, check_files=True)
+    for run, why in runs.damaged.items():
+        log.warning("run %s of %s is damaged and left out of the views: %s", run, root, why)
+    if not runs.committed:
+        raise InputError(f"{root}: no committed run can be read (damaged: "
+                         + "; ".join(f"{r}: {why}" for r, why in runs.damaged.items()) + ")")
+    return runs
+
+
+def _sql_text(text: str) -> str:
+    """``text`` for the inside of a SQL string literal."""
+    return text.replace("'", "''")
 
 
 def _flat(path: Path) -> str:
@@ -518,41 +727,133 @@ def _literal(text: str) -> str:
     return sql_literal(text)
 
 
-def _built_for(db: Path) -> str | None:
-    """The output directory ``db`` was built for, or None if unreadable or not ours."""
+@dataclass(frozen=True)
+class _Built:
+    """What a database's macros say it was built for."""
+
+    data_dir: str
+    #: :func:`store_state` when built (None: an output directory, or an older database).
+    state: str | None
+    #: Runs left out as damaged (run id -> why).
+    damaged: dict[str, str]
+
+
+def _built_for(db: Path) -> _Built | None:
+    """What ``db`` was built for, or None if unreadable or not ours."""
     try:
         with duckdb.connect(str(db), read_only=True) as con:
             row = con.execute(f"select {DATA_DIR_MACRO}()").fetchone()
+            if row is None:
+                return None
+            try:
+                store = con.execute(f"select {STATE_MACRO}(), {DAMAGED_MACRO}()").fetchone()
+            except duckdb.Error:  # an output directory's database, or an older one
+                store = None
     except duckdb.Error:
         return None
-    return None if row is None else str(row[0])
+    if store is None:
+        return _Built(str(row[0]), None, {})
+    return _Built(str(row[0]), str(store[0]), dict(json.loads(store[1])))
 
 
-def _database(out_dir: Path) -> Path:
-    """``out_dir/eval.duckdb``, built first when missing or built for another directory."""
+def _database(out_dir: Path, damaged: Mapping[str, str] | None = None) -> Path:
+    """``out_dir/eval.duckdb``, built first when missing or built for another directory; for a
+    store also when its runs changed since (:func:`store_state`) or when ``damaged`` names a
+    run its views still read."""
     _require_outputs(out_dir)
     db = out_dir / DB_FILE
     if not db.exists():
         log.info("%s does not exist; building the views", db)
         build_views(out_dir)
+        return db
+    built = _built_for(db)
+    if built is None or built.data_dir != out_dir.as_posix():
+        log.warning("%s was built for %s; rebuilding its views", db,
+                    None if built is None else built.data_dir)
+        build_views(out_dir)
+    elif is_store(out_dir) and built.state != store_state(out_dir):
+        log.info("the runs of %s changed since its views were built; rebuilding them", out_dir)
+        build_views(out_dir)
+    elif damaged and not set(damaged) <= set(built.damaged):
+        build_views(out_dir)  # leaves the damaged runs out, with a warning naming each
     else:
-        built_for = _built_for(db)
-        if built_for != out_dir.as_posix():
-            log.warning("%s was built for %s; rebuilding its views", db, built_for)
-            build_views(out_dir)
+        for run, why in (damaged or {}).items():
+            log.warning("run %s of %s is damaged and left out of the views: %s", run, out_dir,
+                        why)
     return db
+
+
+#: The value of ``--run`` (the session variable ``eval_run``) that selects every run.
+ALL_RUNS = "all"
+
+
+def _check_run(root: Path, run: str | None) -> dict[str, str]:
+    """Check the choice of ``run`` in the store at ``root`` before a query reads it (None: the
+    latest run, :data:`ALL_RUNS`: every run).
+
+    A run id the store has no readable committed run of, or a chosen run whose files are
+    damaged (:func:`run_damage`), raises :class:`~pipeline.schema.InputError` naming it and
+    listing the runs. For the latest run or every run, returns the damaged runs the query would
+    otherwise read (run id -> why): the views leave them out (:func:`_database`).
+    """
+    runs = store_runs(root)
+    if run is not None and run != ALL_RUNS:
+        if run not in runs.ids:
+            raise runs.unknown(run)
+        why = run_damage(root / f"{_RUN}={run}")
+        if why is not None:
+            others = ", ".join(r for r in runs.ids if r != run) or "none"
+            raise InputError(f"{root}: run {run!r} is damaged ({why}); runs: {others}")
+        return {}
+    if run == ALL_RUNS:
+        candidates = list(runs.ids)
+    else:  # the latest readable run: the newest ones, until one can be read
+        candidates = [m["run_id"] for m in sorted(
+            runs.committed, key=lambda m: (str(m["finished_at"]), m["run_id"]), reverse=True)]
+    damaged: dict[str, str] = {}
+    for candidate in candidates:
+        why = run_damage(root / f"{_RUN}={candidate}")
+        if why is None and run != ALL_RUNS:
+            break
+        if why is not None:
+            damaged[candidate] = why
+    return damaged
+
+
+def _open_views(out_dir: Path, config: Mapping[str, Any] | None = None,
+                damaged: Mapping[str, str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection to the views of ``out_dir``: its database read-only, or, when that file
+    cannot be written (a full disk, no permission, a directory in its place), the same views
+    built in memory for this connection, with a warning."""
+    settings = dict(config or {})
+    try:
+        db = _database(out_dir, damaged)
+    except (OSError, OutputPathError) as exc:
+        log.warning("%s cannot be written (%s); the views are built in memory for this "
+                    "connection", out_dir / DB_FILE, exc)
+        con = duckdb.connect(config=settings)
+        try:
+            _create_views(con, out_dir, load_views(default_queries_dir(),
+                                                   user_metrics_of(out_dir)))
+        except BaseException:
+            con.close()
+            raise
+        return con
+    return duckdb.connect(str(db), read_only=True, config=settings)
 
 
 def connect(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to ``out_dir/eval.duckdb``, for trusted code; close it when done.
 
     Builds the database first when it is missing or was built for another directory (the
-    output directory was moved or copied), so its views always read ``out_dir``'s files. The
-    connection can still read and write files anywhere (``COPY``, ``ATTACH`` another run):
+    output directory was moved or copied) or, in a store, for other runs, so its views always
+    read ``out_dir``'s files; when the file cannot be written, the views are built in memory.
+    The connection can still read and write files anywhere (``COPY``, ``ATTACH`` another run):
     SQL that a person types goes through :func:`run_query`, which uses
     :func:`connect_restricted`.
     """
-    return duckdb.connect(str(_database(Path(out_dir).resolve())), read_only=True)
+    out_dir = Path(out_dir).resolve()
+    return _open_views(out_dir, damaged=_check_run(out_dir, None) if is_store(out_dir) else None)
 
 
 #: Queries :func:`query_views` runs at once (each binds and plans on one core; DuckDB releases
@@ -599,9 +900,14 @@ def connect_restricted(out_dir: str | Path) -> duckdb.DuckDBPyConnection:
     :func:`run_query` also refuses every statement type but :data:`QUERY_STATEMENTS`.
     """
     out_dir = Path(out_dir).resolve()
-    con = duckdb.connect(
-        str(_database(out_dir)), read_only=True,
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    return _restricted(out_dir, _check_run(out_dir, None) if is_store(out_dir) else None)
+
+
+def _restricted(out_dir: Path, damaged: Mapping[str, str] | None) -> duckdb.DuckDBPyConnection:
+    """:func:`connect_restricted` of a resolved ``out_dir``; ``damaged`` as :func:`_database`."""
+    con = _open_views(
+        out_dir, {"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+        damaged,
     )
     try:
         # The trailing slash keeps a sibling such as ``out_dir-old`` outside the prefix.
@@ -636,13 +942,16 @@ def run_query(out_dir: str | Path, sql: str, run: str | None = None) -> pl.DataF
 
     An empty frame when the statement returns nothing (``set variable``). In a results store,
     ``run`` picks the run the views read (``'all'``: every run; default: the latest committed
-    run). The statement runs on :func:`connect_restricted`: it reads the files of ``out_dir``
+    run; a run id the store does not have, or a damaged run, is an
+    :class:`~pipeline.schema.InputError` that lists the runs). The statement runs on
+    :func:`connect_restricted`: it reads the files of ``out_dir``
     and nothing else, and writes nothing. :class:`QueryRefused` (an
     :class:`~pipeline.schema.InputError`) says why a statement was refused; other SQL errors
     are DuckDB's own exceptions. ``docs/query-security.md`` states the rules.
     """
     out_dir = Path(out_dir).resolve()
-    con = connect_restricted(out_dir)
+    damaged = _check_run(out_dir, run) if is_store(out_dir) else None
+    con = _restricted(out_dir, damaged)
     try:
         _one_statement(con, sql)
         if run is not None:

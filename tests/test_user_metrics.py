@@ -124,8 +124,13 @@ def test_export_and_report_show_them(run: Path, tmp_path: Path) -> None:
     from pipeline.report import write_report
 
     html = write_report(run, tmp_path / "report.html").read_text(encoding="utf-8")
+    start = html.index('<section id="user-metrics">')
+    section = html[start:html.index("</section>", start)]
     for name in USER:
-        assert name in html, name
+        assert f"<code>{name}</code>" in section, name
+    assert "(flag, mean over rows, no better direction)" in section  # has_url, from the signature
+    assert "(score, mean over rows, higher is better)" in section  # answer_length_ok
+    assert section.count("<tr>") >= 4  # a header and one row per model
 
 
 def test_the_compare_gate_applies_to_a_user_metric(run: Path, tmp_path: Path) -> None:

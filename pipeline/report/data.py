@@ -24,8 +24,9 @@ import duckdb
 import polars as pl
 
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, TEXTS_FILE
+from pipeline.metrics.spec import MetricSpec
 from pipeline.schema import InputError
-from pipeline.views import query_views
+from pipeline.views import query_views, user_metrics_of
 
 #: Rows per model in the worst-items table.
 WORST_N = 20
@@ -104,6 +105,8 @@ class RunData:
     worst: pl.DataFrame
     intervals: pl.DataFrame | None
     comparisons: pl.DataFrame | None
+    #: The run's user-defined metrics (:func:`pipeline.views.user_metrics_of`).
+    user_metrics: tuple[MetricSpec, ...] = ()
 
 
 def read_optional(path: Path, columns: Sequence[str]) -> pl.DataFrame | None:
@@ -226,5 +229,6 @@ def load_run(out_dir: Path) -> RunData:
         by_model=by_model,
         intervals=intervals,
         comparisons=comparisons,
+        user_metrics=user_metrics_of(out_dir.resolve()),
         **frames,
     )

@@ -25,6 +25,7 @@ from pipeline.metrics.embedding.grounding import faithfulness
 from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.metrics.qa.citation import parse_citation_markers
 from pipeline.metrics.registry import REGISTRY
+from pipeline.metrics.spec import MetricSpec
 from pipeline.report import charts, checks, hotpot_charts
 from pipeline.report.data import WORST_N, RunData, with_ci
 from pipeline.report.limits import (
@@ -42,8 +43,8 @@ from pipeline.text.sentences import split_sentences
 SECTION_IDS = (
     "summary", "headline", "answers", "citations", "distributions", "generation", "categories",
     "noise",
-    "rgb", "grounding", "cost", "profile", "failures", "comparisons", "run-comparison", "worst",
-    "appendix",
+    "rgb", "grounding", "cost", "profile", "failures", "user-metrics", "comparisons",
+    "run-comparison", "worst", "appendix",
 )
 #: Decimals per kind of number; scores are shown to 2 decimals, the resolution of a 95% CI
 #: over a few hundred rows.
@@ -427,6 +428,28 @@ def _headline(data: RunData) -> str:
                     + f'<p class="note">{note}</p>' + checks.headline_notes(data.headline))
 
 
+def _user_metrics(data: RunData) -> str:
+    """The run's user-defined metrics (docs/custom-metrics.md): each model's mean (sum for a
+    count) with its interval, and what each metric is."""
+    specs = [s for s in data.user_metrics if s.name in data.by_model.columns
+             and s.kind in ("score", "flag", "count")]
+    if not specs:
+        return _section("user-metrics", "Your metrics", '<p class="note">No user-defined '
+                        "metrics in this run (docs/custom-metrics.md).</p>")
+    columns = [Column(s.name, esc(s.name), "count" if s.kind == "count" else "score")
+               for s in specs]
+    frame = with_ci(data.by_model, data.intervals, "by_model", [c.name for c in columns])
+    direction = {True: "higher is better", False: "lower is better", None: "no better direction"}
+    items = "".join(
+        f"<dt><code>{esc(s.name)}</code></dt><dd>{esc(s.description)} ({esc(s.kind)}, "
+        f"{'summed' if s.kind == 'count' else 'mean over rows'}, "
+        f"{direction[s.higher_is_better]})</dd>"
+        for s in specs
+    )
+    return _section("user-metrics", "Your metrics", _metric_table(frame, columns)
+                    + f'<dl class="meta">{items}</dl>')
+
+
 def _appendix(data: RunData) -> str:
     present = [c for c in APPENDIX if c.name in data.by_model.columns
                and data.by_model[c.name].drop_nulls().len() > 0]
@@ -706,15 +729,18 @@ def _comparisons(data: RunData, max_rows: int = MAX_COMPARISON_ROWS, total: int 
            if left_out else "") + ".</p>")
 
 
-def _direction(metric: object) -> bool | None:
-    """Whether a higher value of ``metric`` is better (None: no better direction or unknown)."""
+def _direction(metric: object, user_metrics: Sequence[MetricSpec] = ()) -> bool | None:
+    """Whether a higher value of ``metric`` is better (None: no better direction or unknown);
+    a user-defined metric's direction is what its definition declares."""
     if not isinstance(metric, str):
         return None
     spec = REGISTRY.get(SCORE_COLUMN_OF.get(metric, metric))
+    if spec is None:
+        spec = next((s for s in user_metrics if s.name == metric), None)
     return None if spec is None else spec.higher_is_better
 
 
-def run_changes(diff: pl.DataFrame) -> pl.DataFrame:
+def run_changes(diff: pl.DataFrame, user_metrics: Sequence[MetricSpec] = ()) -> pl.DataFrame:
     """The rows of a run diff worth showing, regressions first, with a ``change`` column.
 
     Rows whose delta and interval are all zero (or null: nothing to compare) are dropped: the
@@ -728,7 +754,8 @@ def run_changes(diff: pl.DataFrame) -> pl.DataFrame:
     frame = with_slice_labels(diff.filter(~zero))
     metrics = frame["metric"].unique().to_list()
     higher = pl.col("metric").replace_strict(
-        {m: _direction(m) for m in metrics}, default=None, return_dtype=pl.Boolean
+        {m: _direction(m, user_metrics) for m in metrics}, default=None,
+        return_dtype=pl.Boolean
     )
     up = (pl.col("ci_low") > ZERO).fill_null(False)
     down = (pl.col("ci_high") < -ZERO).fill_null(False)
@@ -777,9 +804,10 @@ def _regressed_table(regressed: pl.DataFrame) -> str:
 
 
 def _run_comparison(
-    diff: pl.DataFrame, regressed: pl.DataFrame | None, models: Sequence[str | None]
+    diff: pl.DataFrame, regressed: pl.DataFrame | None, models: Sequence[str | None],
+    user_metrics: Sequence[MetricSpec] = (),
 ) -> str:
-    frame = run_changes(diff)
+    frame = run_changes(diff, user_metrics)
     counts = {k: frame.filter(pl.col("change") == k).height for k in ("worse", "better", "changed")}
     omitted = diff.height - frame.height
     summary = (
@@ -1041,7 +1069,8 @@ def _nav(section_ids: Sequence[str]) -> str:
         "citations": "Citations", "distributions": "Distributions",
         "generation": "Generation (6 plots)", "categories": "Categories",
         "noise": "Noise", "rgb": "RGB", "grounding": "Grounding", "cost": "Cost",
-        "profile": "Profile", "failures": "Failures", "comparisons": "Comparisons",
+        "profile": "Profile", "failures": "Failures", "user-metrics": "Your metrics",
+        "comparisons": "Comparisons",
         "run-comparison": "Run comparison", "worst": "Worst items", "appendix": "Appendix",
     }
     links = "".join(f'<li><a href="#{s}">{titles[s]}</a></li>' for s in section_ids)
@@ -1073,8 +1102,10 @@ def render(
         _headline(data), _answers(data), _citations(data), _distributions(drawn),
         _generation(drawn),
         _categories(drawn), _noise(drawn), _rgb(drawn), _grounding(drawn), _cost(drawn),
-        _profile(drawn), _failures(drawn), _comparisons(drawn, limits.comparison_rows, total),
-        *([_run_comparison(capped_diff(diff, capped, data), regressed, drawn.models)]
+        _profile(drawn), _failures(drawn), _user_metrics(data),
+        _comparisons(drawn, limits.comparison_rows, total),
+        *([_run_comparison(capped_diff(diff, capped, data), regressed, drawn.models,
+                           data.user_metrics)]
           if diff is not None else []),
         _worst(drawn), _appendix(data),
     ]
