@@ -73,6 +73,8 @@ bench: $(TEST_STAMP)
 		--markdown out/bench/grounding.md --speed-baseline 7067551 --speed-rows 3000
 	@echo "== multilingual: English-only run against the previous code, Chinese EM/F1 rows/s =="
 	$(BIN)/python bench/bench_multilingual.py --json out/bench/multilingual.json
+	@echo "== user metrics: a user SQL metric on a 1M-row answer run; pipeline.score in memory =="
+	$(BIN)/python bench/bench_user_metrics.py --json out/bench/user_metrics.json
 	@echo "== kernel-only benchmarks: metric expressions in one process (no CLI, I/O or statistics) =="
 	$(BIN)/python bench/bench_answer_metrics.py
 	$(BIN)/python bench/bench_lexical.py
