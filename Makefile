@@ -75,6 +75,8 @@ bench: $(TEST_STAMP)
 	$(BIN)/python bench/bench_multilingual.py --json out/bench/multilingual.json
 	@echo "== user metrics: a user SQL metric on a 1M-row answer run; pipeline.score in memory =="
 	$(BIN)/python bench/bench_user_metrics.py --json out/bench/user_metrics.json
+	@echo "== statistics at scale: 1,000 models, 100k categories, a report of 1,000 categories =="
+	$(BIN)/python bench/bench_stats_scale.py --json out/bench/stats_scale.json
 	@echo "== kernel-only benchmarks: metric expressions in one process (no CLI, I/O or statistics) =="
 	$(BIN)/python bench/bench_answer_metrics.py
 	$(BIN)/python bench/bench_lexical.py
