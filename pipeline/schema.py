@@ -7,6 +7,8 @@ the same table for users.
 
 from __future__ import annotations
 
+import difflib
+
 import polars as pl
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("id", "question", "reference", "response")
@@ -100,8 +102,12 @@ class MissingColumnError(InputError):
     def __init__(self, column: str, path: str, available: list[str]) -> None:
         self.column = column
         self.path = path
+        close = difflib.get_close_matches(column, available, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        mapping = close[0] if close else "..."
         super().__init__(
-            f"{path}: required column {column!r} is missing "
-            f"(columns present: {', '.join(available) or 'none'}; "
-            f"map a differently named column with [columns] {column} = \"...\" in the config)"
+            f"{path}: required column {column!r} is missing ({hint}"
+            f"columns present: {', '.join(available) or 'none'}; "
+            f"map a differently named column with [columns] {column} = \"{mapping}\" in the "
+            f"config or --column {column}={mapping})"
         )

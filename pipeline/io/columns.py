@@ -22,6 +22,7 @@ The other required columns must be found, or the file is refused with a message 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -169,9 +170,12 @@ def missing_column_error(
         if column == "reference":
             aliases.append(f"{SQUAD_ANSWERS} (SQuAD v2, in JSON, JSON Lines and Parquet)")
         known = f"; also read from: {', '.join(aliases)}" if aliases else ""
+        close = difflib.get_close_matches(column, available, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        name = close[0] if close else "NAME"
         message = (
-            f"required column {column!r} is missing ({present}{known}; map a differently "
-            f'named column with --column {column}=NAME or [columns] {column} = "NAME")'
+            f"required column {column!r} is missing ({hint}{present}{known}; map a differently "
+            f'named column with --column {column}={name} or [columns] {column} = "{name}")'
         )
     error.args = (f"{path}: {message}",)
     return error
