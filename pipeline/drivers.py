@@ -36,8 +36,10 @@ from pipeline.io.atomic import (
     remove_stale,
 )
 from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the driver
+    COMPARISONS_FILE,
     DERIVED_FILES,
     EXTRA_OUTPUTS_FILE,
+    INTERVALS_FILE,
     MODEL_PARTITION,
     REJECTED_DIR,
     REJECTED_FILE,
@@ -47,6 +49,7 @@ from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the 
     TEXTS_FILE,
 )
 from pipeline.io.parquet_options import parquet_writer
+from pipeline.io.partitioned import scan_partitions
 from pipeline.metrics.user import load_plugins
 from pipeline.metrics.user import resolve as resolve_metrics
 from pipeline.phases import phase
@@ -245,13 +248,8 @@ def evaluate_to_store(
                 previous_corpus=previous.get("corpus_digest") if previous else None,
             )
         if stats:
-            scores = pl.scan_parquet(
-                run.staged.dir / SCORES_DIR, hive_partitioning=True,
-                hive_schema={MODEL_PARTITION: pl.String},
-            ).select(*KEY_COLUMNS, *metrics, "signature")
-            with phase("statistics"):
-                write_stats(run.staged.dir, resamples=resamples, seed=seed, scores=scores,
-                            by=stats_by)
+            _store_stats(run.staged.dir, resamples=resamples, seed=seed, by=stats_by,
+                         columns=(*KEY_COLUMNS, *metrics, "signature"))
         run.finish(counts=result.counts, corpus_digest=result.corpus_digest)
     assert run.run_dir is not None
     return StoreRunSummary(
@@ -259,6 +257,23 @@ def evaluate_to_store(
         n_scored=result.n_scored, n_reused=result.n_reused, n_rejected=result.n_rejected,
         metrics=metrics, reused_from=previous["run_id"] if previous else None,
     )
+
+
+def _store_stats(run_dir: Path, *, resamples: int, seed: int,
+                 by: Sequence[str | Sequence[str]], columns: Sequence[str]) -> None:
+    """The statistics of a staged store run. They serve readers only (``rag-eval stats``
+    recomputes them from a checkout), so a failure (an error, not an interrupt) is a warning:
+    the run is committed without them, and no partial statistics file stays behind."""
+    scores = scan_partitions(run_dir / SCORES_DIR).select(*columns)
+    try:
+        with phase("statistics"):
+            write_stats(run_dir, resamples=resamples, seed=seed, scores=scores, by=by)
+    except Exception as exc:  # the scores stand; the statistics are recomputed on demand
+        for name in (INTERVALS_FILE, COMPARISONS_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+        log.warning("the statistics of the run failed (%s: %s); it is committed without them: "
+                    "`rag-eval checkout` it and run `rag-eval stats` on the checkout",
+                    type(exc).__name__, exc)
 
 
 def evaluate_spark(

@@ -18,7 +18,14 @@ Layout (hive-style, readable by DuckDB, Spark, polars and pyarrow alike)::
 The partition column is called ``eval_run`` because records have a ``run`` column of their own
 (the generation run of the model answers). Model directory names are percent-encoded
 (``a/b`` -> ``model=a%2Fb``; a null model is ``__HIVE_DEFAULT_PARTITION__``), which DuckDB and
-Spark both decode.
+Spark both decode; a name too long or odd for a directory is hashed, with the real name in the
+column ``model_name`` (:mod:`pipeline.io.partitioned`).
+
+Runs are isolated: a run whose manifest is missing or damaged, or whose files are truncated, is
+*damaged* (:func:`pipeline.views.store_runs`, :func:`pipeline.views.run_damage`); readers leave
+it out with a warning naming it, choosing it is an :class:`~pipeline.schema.InputError`, and a
+new run does not reuse it. :func:`checkout_run` copies a run into an output directory in one
+atomic step (staged beside it, then swapped in).
 
 A run is written under ``_staging`` and becomes visible by one ``rename`` of its directory to
 ``eval_run=<RUN>``, after its manifest (status "committed") is on disk. A crash at any point
@@ -26,12 +33,14 @@ leaves every committed run intact and no partial run visible: a staging director
 to readers, and the next writer (who holds the lock, so no other writer is alive) removes it.
 Writers serialise on an exclusive ``flock`` of ``_lock`` (released by the kernel when a
 process dies, even by SIGKILL); a second writer waits up to its timeout, then fails with
-:class:`StoreBusyError` naming the holder.
+:class:`StoreBusyError` naming the holder. The inputs are hashed once the lock is held, and
+must be the same files when the run commits (:class:`InputSnapshot`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import errno
 import fcntl
@@ -42,6 +51,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -56,7 +66,8 @@ from pipeline import __version__
 from pipeline.config import Config
 from pipeline.io.atomic import (
     TMP_PREFIX,
-    atomic_path,
+    OutputPathError,
+    check_output_dir,
     clear_outputs,
     output_dir,
     owned_name,
@@ -64,12 +75,14 @@ from pipeline.io.atomic import (
 )
 from pipeline.io.layout import (
     COMPARISONS_FILE,
+    DATABASE_FILE,
     DERIVED_FILES,
     EXTRA_OUTPUTS_FILE,
     FAILED_DIR,
     INTERVALS_FILE,
     LOCK_FILE,
     MANIFEST_FILE,
+    MODEL_PARTITION,
     REJECTED_DIR,
     REJECTED_FILE,
     RUN_PARTITION,
@@ -79,10 +92,14 @@ from pipeline.io.layout import (
     TEXTS_DIR,
     TEXTS_FILE,
 )
-from pipeline.io.partitioned import PartitionedWriter, partition_dir  # noqa: F401 - re-exported
-from pipeline.io.sql import sql_string
+from pipeline.io.partitioned import (  # noqa: F401 - re-exported
+    PartitionedWriter,
+    partition_dir,
+    partitions_sql,
+)
+from pipeline.io.sql import sql_literal
 from pipeline.schema import KEY_COLUMNS, InputError
-from pipeline.views import build_views
+from pipeline.views import StoreRuns, build_views, run_damage, store_runs
 
 log = logging.getLogger(__name__)
 
@@ -114,20 +131,67 @@ def build_manifest(
 ) -> dict[str, Any]:
     """The manifest fields known before a run starts: what it reads and how it scores.
 
-    Inputs are listed with their size and sha256; the config with every setting (paths as
-    text); ``signature`` and ``metrics`` decide whether a later run may reuse these scores.
+    Inputs are listed by path; :meth:`Store.transaction` adds their size and sha256 once it
+    holds the store's lock (:class:`InputSnapshot`). The config is listed with every setting
+    (paths as text); ``signature`` and ``metrics`` decide whether a later run may reuse these
+    scores.
     """
     return {
-        "inputs": [
-            {"path": str(path), "bytes": Path(path).stat().st_size, "sha256": sha256_file(path)}
-            for path in inputs
-        ],
+        "inputs": [{"path": str(path)} for path in inputs],
         "config": _jsonable({f.name: getattr(config, f.name) for f in dataclasses.fields(config)}),
         "signature": config.signature(),
         "metrics": list(metrics),
         "engine": engine,
         "version": __version__,
     }
+
+
+@dataclass(frozen=True)
+class InputSnapshot:
+    """An input file as a run found it once it held the store's lock: what the manifest
+    records (``path``, ``bytes``, ``sha256``) and the identity it is checked against before
+    the run commits (device, inode, size, modification time).
+
+    The hash is taken after the lock is held, so a file replaced while the run waited for the
+    lock is recorded as the file the run then reads. :meth:`changed` says whether the file
+    was replaced or written to since: then the bytes the run read may not be the ones hashed,
+    and the run is not committed.
+    """
+
+    path: str
+    bytes: int | None
+    sha256: str | None
+    identity: tuple[int, int, int, int] | None
+
+    @classmethod
+    def take(cls, path: str) -> InputSnapshot:
+        """Hash a regular file (a pipe or device is recorded by path only: reading it to hash
+        it would consume it)."""
+        try:
+            before = os.stat(path)
+        except OSError:  # the engine reports a missing input with its own message
+            return cls(path, None, None, None)
+        if not stat.S_ISREG(before.st_mode):
+            return cls(path, None, None, None)
+        digest = sha256_file(Path(path))
+        return cls(path, before.st_size, digest, _identity(before))
+
+    def changed(self) -> bool:
+        """Whether the file at :attr:`path` is no longer the one hashed."""
+        if self.identity is None:
+            return False
+        try:
+            return _identity(os.stat(self.path)) != self.identity
+        except OSError:
+            return True
+
+    def entry(self) -> dict[str, Any]:
+        """The manifest's entry: ``path``, ``bytes`` and ``sha256``."""
+        return {"path": self.path, "bytes": self.bytes, "sha256": self.sha256}
+
+
+def _identity(found: os.stat_result) -> tuple[int, int, int, int]:
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 def _jsonable(value: Any) -> Any:
@@ -173,19 +237,30 @@ class Store:
     def run_dir(self, run_id: str) -> Path:
         return self.root / f"{RUN_PARTITION}={run_id}"
 
+    def runs(self) -> StoreRuns:
+        """The committed runs (manifests read) and the damaged ones, by name, with why."""
+        return store_runs(self.root)
+
     def manifests(self) -> list[dict[str, Any]]:
-        """Manifests of the committed runs, oldest first (by start time, then name)."""
-        found = []
-        for path in sorted(self.root.glob(f"{RUN_PARTITION}=*/{MANIFEST_FILE}")):
-            with open(path, encoding="utf-8") as handle:
-                found.append(json.load(handle))
-        return sorted(found, key=lambda m: (m["started_at"], m["run_id"]))
+        """Manifests of the committed runs, oldest first (by start time, then name). A run
+        whose manifest is missing or damaged is not among them."""
+        return list(self.runs().committed)
 
     def latest_compatible(self, signature: str, metrics: tuple[str, ...]) -> dict[str, Any] | None:
-        """The newest committed run scored with ``signature`` and exactly ``metrics``."""
-        for manifest in reversed(self.manifests()):
-            if manifest["signature"] == signature and tuple(manifest["metrics"]) == metrics:
+        """The newest committed run scored with ``signature`` and exactly ``metrics`` whose
+        files can be read; damaged runs are skipped with a warning naming each."""
+        runs = self.runs()
+        for run, why in runs.damaged.items():
+            log.warning("run %s of %s is damaged (%s): its rows are not reused", run, self.root,
+                        why)
+        for manifest in reversed(runs.committed):
+            if manifest["signature"] != signature or tuple(manifest["metrics"]) != metrics:
+                continue
+            damage = run_damage(self.run_dir(manifest["run_id"]))
+            if damage is None:
                 return manifest
+            log.warning("run %s of %s is damaged (%s): its rows are not reused",
+                        manifest["run_id"], self.root, damage)
         return None
 
     @contextlib.contextmanager
@@ -201,6 +276,7 @@ class Store:
         handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
         try:
             deadline = time.monotonic() + max(wait_seconds, 0.0)
+            waiting = False
             while True:
                 try:
                     fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -208,13 +284,17 @@ class Store:
                 except OSError as exc:
                     if exc.errno not in (errno.EAGAIN, errno.EACCES):
                         raise
+                    handle.seek(0)
+                    holder = handle.read().strip() or "unknown process"
                     if time.monotonic() >= deadline:
-                        handle.seek(0)
-                        holder = handle.read().strip() or "unknown process"
                         raise StoreBusyError(
                             f"{self.root} is locked by another run ({holder}); waited "
                             f"{wait_seconds:g} s. Retry later or pass a longer --lock-wait."
                         ) from None
+                    if not waiting:
+                        log.info("%s is locked by another run (%s); waiting up to %g s",
+                                 self.root, holder, wait_seconds)
+                        waiting = True
                     time.sleep(poll)
             handle.seek(0)
             handle.truncate()
@@ -271,6 +351,9 @@ class Store:
         failed manifest in ``_failed/`` and leaves no partial run.
         """
         with self.lock(lock_wait):
+            # Hashed now that no other writer can run, i.e. as the engine will read them.
+            inputs = [InputSnapshot.take(entry["path"]) for entry in manifest.get("inputs", ())]
+            manifest = {**manifest, "inputs": [snapshot.entry() for snapshot in inputs]}
             metrics = tuple(manifest["metrics"])
             previous = None if force else self.latest_compatible(manifest["signature"], metrics)
             if previous is not None:
@@ -280,11 +363,24 @@ class Store:
                 yield transaction
                 if not transaction._fields:
                     raise RuntimeError("the run wrote no counts (Transaction.finish not called)")
+                changed = [snapshot.path for snapshot in inputs if snapshot.changed()]
+                if changed:
+                    raise InputError(
+                        f"{', '.join(changed)} changed while run {run_id} read it (replaced or "
+                        "written to), so its rows may not be those hashed; nothing was "
+                        "committed: run again once the file stays put"
+                    )
                 transaction.run_dir = transaction.staged.commit(**transaction._fields)
             except BaseException as exc:
                 transaction.staged.abort(f"{type(exc).__name__}: {exc}")
                 raise
-            build_views(self.root)
+            # The run is committed: what follows only serves readers, who rebuild the views
+            # themselves when they are missing or stale, so a failure here is a warning.
+            try:
+                build_views(self.root)
+            except Exception as exc:  # the run stands whatever happens here
+                log.warning("run %s is committed, but the views of %s were not rebuilt (%s); "
+                            "`rag-eval query` rebuilds them", run_id, self.root, exc)
 
 
 @dataclass
@@ -350,35 +446,110 @@ class StagedRun:
         return target
 
 
-def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
+@dataclass(frozen=True)
+class CheckedOut:
+    """What :func:`checkout_run` put in place: the run and the directory."""
+
+    run_id: str
+    out_dir: Path
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.out_dir)
+
+
+#: Files of a run in an output directory that a checkout writes again (or leaves out): the
+#: earlier ones never come along, nor do the files :data:`EXTRA_OUTPUTS_FILE` lists.
+_RUN_FILES = frozenset({
+    SCORES_FILE, REJECTED_FILE, TEXTS_FILE, *DERIVED_FILES, f"{DATABASE_FILE}.wal",
+    EXTRA_OUTPUTS_FILE,
+})
+
+
+def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> CheckedOut:
     """Copy a committed run into a plain output directory (``scores.parquet``, ``texts.parquet``,
     ``rejected.parquet``, statistics, views), so ``report``, ``compare``, ``export`` and
-    ``stats`` work on it; ``run_id`` None takes the latest run. DuckDB streams the copies, each
-    file written atomically. What an earlier run left in ``out_dir`` and this one does not
-    write again (statistics, the files of :data:`EXTRA_OUTPUTS_FILE`) is removed first, with
-    the temporary files of killed runs. Returns ``out_dir``.
+    ``stats`` work on it; ``run_id`` None takes the latest run.
+
+    One atomic step: the whole directory is staged in a sibling (``.tmp-<DIR>.<pid>@<host>.<8
+    hex>``), then swapped with ``out_dir`` by one ``renameat2(RENAME_EXCHANGE)`` (one
+    ``rename`` when ``out_dir`` does not exist yet), so ``out_dir`` holds the earlier run or
+    this one, whole, whenever the process stops. Files of ``out_dir`` that no run wrote (notes,
+    your exports) come along as hard links; what an earlier run left and this one does not
+    write again (statistics, the files of :data:`EXTRA_OUTPUTS_FILE`) does not. Leftovers of
+    killed checkouts beside ``out_dir`` and in it are removed first. An unknown or damaged run
+    is an :class:`~pipeline.schema.InputError` that names it and lists the runs; without
+    ``run_id``, damaged runs newer than the latest readable one are skipped with a warning.
     """
     store = Store(Path(store_root))
-    manifests = store.manifests()
-    if not manifests:
-        raise InputError(f"{store.root}: no committed runs (is it an `evaluate --store` store?)")
-    if run_id is None:
-        run_id = max(manifests, key=lambda m: (m["finished_at"], m["run_id"]))["run_id"]
+    runs = store.runs()
+    if not runs.committed:
+        raise InputError(f"{store.root}: no committed runs (is it an `evaluate --store` store?)"
+                         + (f"; damaged: {runs.listing()}" if runs.damaged else ""))
+    if run_id is None:  # the latest run that can be read, as the views read it
+        newest = sorted(runs.committed, key=lambda m: (str(m["finished_at"]), m["run_id"]))
+        for manifest in reversed(newest):
+            run_id = manifest["run_id"]
+            why = _checkout_damage(store.run_dir(run_id))
+            if why is None:
+                break
+            log.warning("run %s of %s is damaged (%s); checking out an earlier run", run_id,
+                        store.root, why)
+    elif run_id not in runs.ids:
+        raise runs.unknown(run_id)
+    assert run_id is not None
     run_dir = store.run_dir(run_id)
-    if not (run_dir / MANIFEST_FILE).is_file():
-        known = ", ".join(m["run_id"] for m in manifests)
-        raise InputError(f"{store.root}: no committed run {run_id!r}; runs: {known}")
-    output_dir(out_dir)
-    remove_stale(out_dir)
-    clear_outputs(out_dir, DERIVED_FILES, EXTRA_OUTPUTS_FILE)
-    scores = (run_dir / SCORES_DIR / "model=*" / "*.parquet").as_posix()
+    why = _checkout_damage(run_dir)
+    if why is not None:
+        others = ", ".join(r for r in runs.ids if r != run_id) or "none"
+        raise InputError(f"{store.root}: run {run_id!r} is damaged ({why}); runs: {others}")
+
+    target = Path(out_dir).resolve()  # a link to a directory: swap the directory itself
+    check_output_dir(target)
+    parent = output_dir(target.parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{parent} is not writable (a checkout stages {target.name} "
+                              "beside it, then swaps it in)")
+    remove_stale(parent)
+    remove_stale(target)
+    staged = parent / owned_name(TMP_PREFIX, target.name)
+    staged.mkdir()
+    try:
+        _copy_run(run_dir, staged)
+        if target.is_dir():
+            _carry_over(target, staged, _recorded_outputs(target))
+            shutil.copymode(target, staged)
+        _fsync_dir(staged)
+        _swap_in(staged, target)
+        _fsync_dir(parent)
+    finally:
+        # The incomplete stage after a failure, or the earlier directory after the swap.
+        if staged.is_dir() and not staged.is_symlink():
+            shutil.rmtree(staged, ignore_errors=True)
+    try:
+        build_views(target)
+    except Exception as exc:  # the run is in place; readers rebuild views
+        log.warning("run %s is checked out into %s, but its views were not built (%s)", run_id,
+                    target, exc)
+    log.info("checked out run %s into %s", run_id, target)
+    return CheckedOut(run_id, Path(out_dir))
+
+
+def _checkout_damage(run_dir: Path) -> str | None:
+    """Why a committed run cannot be checked out (:func:`run_damage`, or no texts)."""
+    if (why := run_damage(run_dir)) is not None:
+        return why
+    return None if any((run_dir / TEXTS_DIR).glob("*.parquet")) else f"no {TEXTS_DIR} files"
+
+
+def _copy_run(run_dir: Path, staged: Path) -> None:
+    """The run's files as an output directory's, written into ``staged`` (DuckDB streams the
+    copies; each file is fsynced)."""
+    scores = (run_dir / SCORES_DIR / f"{MODEL_PARTITION}=*" / "*.parquet").as_posix()
     order = ", ".join(KEY_COLUMNS)
     copies = {
         SCORES_FILE: (
             f"select {order}, * exclude ({order}, {RUN_PARTITION}) "
-            f"from read_parquet('{sql_string(scores)}', hive_partitioning = true, "
-            f"hive_types = {{'model': varchar, '{RUN_PARTITION}': varchar}}) "
-            "order by source, row_number"
+            f"from ({partitions_sql(sql_literal(scores))}) order by source, row_number"
         ),
         TEXTS_FILE: _glob_select(run_dir / TEXTS_DIR, "order by source, row_number"),
         REJECTED_FILE: _glob_select(run_dir / REJECTED_DIR, ""),
@@ -388,16 +559,96 @@ def checkout_run(store_root: Path, run_id: str | None, out_dir: Path) -> Path:
             copies[name] = _glob_select(run_dir / name, "")
     with duckdb.connect() as db:
         for name, query in copies.items():
-            with atomic_path(out_dir / name) as tmp:
-                db.execute(
-                    f"copy ({query}) to '{sql_string(tmp.as_posix())}' (format parquet, "
-                    "compression zstd)"
-                )
-    build_views(out_dir)
-    log.info("checked out run %s into %s", run_id, out_dir)
-    return out_dir
+            path = staged / name
+            db.execute(f"copy ({query}) to {sql_literal(path.as_posix())} (format parquet, "
+                       "compression zstd)")
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+
+
+def _recorded_outputs(directory: Path) -> set[str]:
+    """The paths :data:`EXTRA_OUTPUTS_FILE` of ``directory`` lists (relative, as written)."""
+    record = directory / EXTRA_OUTPUTS_FILE
+    if record.is_symlink() or not record.is_file():
+        return set()
+    lines = record.read_text(encoding="utf-8").splitlines()
+    return {Path(line).as_posix() for line in lines if line}
+
+
+def _carry_over(source: Path, staged: Path, recorded: set[str], prefix: str = "") -> bool:
+    """Hard-link (or copy) into ``staged`` what ``source`` holds besides a run's files and
+    the files ``recorded``; return whether anything came along. A directory left empty only
+    because its recorded files stay behind does not come along (as :func:`clear_outputs`)."""
+    carried = False
+    for entry in sorted(source.iterdir()):
+        name = f"{prefix}{entry.name}"
+        if (not prefix and entry.name in _RUN_FILES) or name in recorded:
+            continue
+        destination = staged / entry.name
+        if entry.is_dir() and not entry.is_symlink():
+            destination.mkdir()
+            if _carry_over(entry, destination, recorded, f"{name}/") or not any(
+                f.startswith(f"{name}/") for f in recorded
+            ):
+                shutil.copystat(entry, destination)
+                carried = True
+            else:
+                destination.rmdir()
+            continue
+        try:
+            os.link(entry, destination, follow_symlinks=False)
+        except OSError:  # no hard links here (another file system, a limit): a copy
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry), destination)
+            else:
+                shutil.copy2(entry, destination)
+        carried = True
+    return carried
+
+
+#: ``renameat2`` flag: exchange the two paths atomically (Linux 3.15+; ext4, xfs, btrfs, tmpfs).
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap the directories ``a`` and ``b`` in one step; :class:`OSError` where the system or
+    file system cannot (``ENOSYS``, ``EINVAL``, ...)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError) as exc:
+        raise OSError(errno.ENOSYS, "renameat2 is not available") from exc
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(b))
+
+
+def _swap_in(staged: Path, target: Path) -> None:
+    """Put the directory ``staged`` at ``target`` in one step; the earlier ``target`` (if any)
+    is left at ``staged``. Where directories cannot be exchanged (NFS, a mount point), the
+    files are moved over one by one, with a warning that this is not atomic."""
+    if not target.exists():
+        os.rename(staged, target)
+        return
+    try:
+        _exchange(staged, target)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EXDEV,
+                             errno.EBUSY, errno.EPERM):
+            raise
+        log.warning("%s cannot be swapped in one step (%s); its files are replaced one by one",
+                    target, exc.strerror)
+    clear_outputs(target, DERIVED_FILES, EXTRA_OUTPUTS_FILE)
+    for name in (SCORES_FILE, REJECTED_FILE, TEXTS_FILE, INTERVALS_FILE, COMPARISONS_FILE):
+        if (staged / name).is_file():
+            os.replace(staged / name, target / name)
 
 
 def _glob_select(path: Path, tail: str) -> str:
     pattern = path.as_posix() if path.suffix == ".parquet" else f"{path.as_posix()}/*.parquet"
-    return f"select * from read_parquet('{sql_string(pattern)}', hive_partitioning = false) {tail}"
+    return f"select * from read_parquet({sql_literal(pattern)}, hive_partitioning = false) {tail}"

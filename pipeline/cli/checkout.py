@@ -22,11 +22,13 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         "compare, export, stats)"
     )
     co.add_argument("store", type=Path, help="results store (evaluate --store)")
-    co.add_argument("--run", metavar="RUN", help="the run (default: the latest)")
+    co.add_argument("--run", metavar="RUN", help="the run (default: the latest); DIR then holds "
+                    "this run whole, or the earlier one if the checkout fails")
     co.add_argument("--out", required=True, type=Path, help="output directory to write")
     return co
 
 
 def run(args: argparse.Namespace) -> int:
-    print(f"run checked out -> {checkout_run(args.store, args.run, args.out)}")
+    done = checkout_run(args.store, args.run, args.out)
+    print(f"run {done.run_id} of {args.store} checked out -> {done.out_dir}")
     return EXIT_OK

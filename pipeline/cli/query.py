@@ -30,7 +30,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     qu.add_argument("dir", type=Path, help="output directory of an evaluate run, or a store")
     qu.add_argument("sql", help='one SQL statement, e.g. "select * from by_model"')
     qu.add_argument("--run", metavar="RUN",
-                    help="store: the run every view reads ('all': every run; default: latest)")
+                    help="store: the run every view reads ('all': every committed run; "
+                    "default: latest); an unknown or damaged run exits 2, listing the runs")
     qu.add_argument("--format", choices=("table", "csv", "json"), default="table")
     return qu
 

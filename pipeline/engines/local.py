@@ -541,9 +541,10 @@ def _split_incremental(
     previous scores past them; a hash the previous run scored twice (identical records in two
     files) takes the scores of its first row.
     """
+    # union_by_name: files of hashed model partitions carry ``model_name`` besides the others.
     scan = (
         f"read_parquet('{sql_string(previous)}', hive_partitioning = true, "
-        "hive_types = {'model': varchar, 'eval_run': varchar})"
+        "union_by_name = true, hive_types = {'model': varchar, 'eval_run': varchar})"
     )
     order = " union all ".join(
         f"select '{sql_string(source)}' as source, {position} as position"
@@ -652,8 +653,10 @@ class LocalEngine:
                 previous_scores=previous_scores, previous_corpus=previous_corpus,
                 batch_rows=self.batch_rows, on_progress=self.on_progress,
             )
-        finally:
-            sink.close()
+        except BaseException:
+            sink.abort()
+            raise
+        sink.close()  # writes the models beyond the open-file budget, one at a time
         if sink.rows == 0:  # every row rejected: an empty file keeps the run's scores readable
             empty = run_dir / SCORES_DIR / partition_dir(MODEL_PARTITION, None)
             empty.mkdir(parents=True, exist_ok=True)

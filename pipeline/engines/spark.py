@@ -26,7 +26,9 @@ Python code as the single-machine engine, called on Arrow data by Spark:
    once per executor and unpickled once per Python worker, where a closure would travel with
    every task). The embedding model loads lazily, once per Python worker process.
 6. Write the store run (:mod:`pipeline.store` layout) into the staged run directory: scores
-   with ``partitionBy("model")``, ``rejected/`` and ``texts/``. The store transaction around
+   with ``partitionBy("model")`` (a name too long or odd for a directory is hashed, with the
+   real name in ``model_name``, as :mod:`pipeline.io.partitioned` lays it out), ``rejected/``
+   and ``texts/``. The store transaction around
    it (lock, stage, commit, views) is :meth:`pipeline.store.Store.transaction`, the same as for
    the local engine (:func:`pipeline.drivers.evaluate_spark`).
 
@@ -56,7 +58,15 @@ import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
-from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
+from pipeline.io.layout import (
+    MODEL_NAME_COLUMN,
+    MODEL_PARTITION,
+    REJECTED_DIR,
+    SCORES_DIR,
+    TEXT_COLUMNS,
+    TEXTS_DIR,
+)
+from pipeline.io.partitioned import is_hashed, partition_value
 from pipeline.io.readers import check_file, missing_column_error, source_names
 from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_tokens
 from pipeline.metrics.registry import compared_response
@@ -512,7 +522,9 @@ def _run(
             )
         fresh = to_score.mapInArrow(_BroadcastScorer(broadcast, scores_arrow), scores_struct)
         scores = fresh if scores is None else fresh.unionByName(scores)
-        _write(scores, run_dir / SCORES_DIR, partition_by=MODEL_PARTITION)
+        models = [row[0] for row in kept.select(MODEL_PARTITION).distinct().collect()]
+        _write(_hashed_partitions(scores, models), run_dir / SCORES_DIR,
+               partition_by=MODEL_PARTITION)
     finally:
         if broadcast is not None:
             broadcast.unpersist()
@@ -570,6 +582,23 @@ def _split_incremental(
     shadowed = [name for name in scorer.metrics if name in RECORD_BATCH_SCHEMA]
     reused = kept.drop(*shadowed).join(previous, on=ROW_HASH, how="inner")
     return kept.join(previous.select(ROW_HASH), on=ROW_HASH, how="left_anti"), reused
+
+
+def _hashed_partitions(scores: DataFrame, models: Sequence[str | None]) -> DataFrame:
+    """``scores`` ready for ``partitionBy("model")`` in the local engine's layout
+    (:mod:`pipeline.io.partitioned`): a model name too long or odd for a directory name becomes
+    its hashed directory value, with the real name in ``model_name`` (null for the others).
+    Unchanged when no name of ``models`` (the run's distinct models) needs it."""
+    from pyspark.sql import functions as F
+
+    hashed = {m: partition_value(m) for m in models if m is not None and is_hashed(m)}
+    if not hashed:
+        return scores
+    names = F.create_map(*(F.lit(x) for item in hashed.items() for x in item))
+    value = F.element_at(names, F.col(MODEL_PARTITION))
+    return scores.withColumn(
+        MODEL_NAME_COLUMN, F.when(value.isNotNull(), F.col(MODEL_PARTITION))
+    ).withColumn(MODEL_PARTITION, F.coalesce(value, F.col(MODEL_PARTITION)))
 
 
 def _write(frame: DataFrame, target: Path, partition_by: str | None = None) -> None:

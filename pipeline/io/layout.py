@@ -39,3 +39,9 @@ FAILED_DIR = "_failed"
 LOCK_FILE = "_lock"
 #: Directory value of a null partition key (Hive's, which DuckDB and Spark read back as null).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+#: Directory value of a model name too long or odd to be a directory name: this prefix and 32 hex
+#: of its sha256 (:mod:`pipeline.io.partitioned`); the files then carry the name in
+#: :data:`MODEL_NAME_COLUMN`.
+HASHED_PREFIX = "__sha256_"
+#: Column with the real model name in the files of a hashed partition (absent elsewhere).
+MODEL_NAME_COLUMN = "model_name"
