@@ -20,6 +20,7 @@ from pipeline.cli import main
 from pipeline.ingest_rgb import ingest_rgb
 from pipeline.report import SECTION_IDS, write_report
 from pipeline.report.data import WORST_N, load_run
+from pipeline.report.hotpot_charts import worst_examples
 from pipeline.report.page import (
     SCRIPT,
     grounding_thresholds,
@@ -144,19 +145,49 @@ def test_headline_numbers_are_the_view_values_with_their_intervals(
         low, high = ("wilson_low", "wilson_high") if wilson else ("ci_low", "ci_high")
         return row[low].item(), row[high].item()
 
-    rows = body_rows(section(report, "headline"))
-    assert [r[0] for r in rows] == headline["model"].to_list()
+    rows = table_rows(section(report, "headline"), "headline-table")
+    assert [r["Model"] for r in rows] == headline["model"].to_list()
     for cells, view in zip(rows, headline.to_dicts(), strict=True):
         model = view["model"]
-        assert cells[1] == str(view["n"])
-        assert cells[2] == _ci(view["faithfulness"], *bounds(model, "faithfulness"))
-        assert cells[3] == _ci(view["overlap"], *bounds(model, "overlap"))
-        assert cells[4] == _ci(view["answer_f1"], *bounds(model, "answer_f1"))
+        assert cells["N"] == str(view["n"])
+        assert cells["Faithfulness"] == _ci(view["faithfulness"], *bounds(model, "faithfulness"))
+        assert cells["Overlap"] == _ci(view["overlap"], *bounds(model, "overlap"))
+        assert cells["Answer F1"] == _ci(view["answer_f1"], *bounds(model, "answer_f1"))
         if view["citation_f1_macro"] is not None:
-            assert cells[5] == _ci(view["citation_f1_macro"], *bounds(model, "citation_f1_macro"))
-        assert cells[6] == _ci(view["mean_total_tokens"], *bounds(model, "mean_total_tokens"), 0)
-        assert cells[7] == f"{view['p50_latency_ms']:,.0f}"  # a median: no bootstrap of it
-        assert cells[8] == _ci(view["abstain_rate"], *bounds(model, "abstain_rate", wilson=True))
+            assert cells["Citation F1"] == _ci(view["citation_f1_macro"],
+                                               *bounds(model, "citation_f1_macro"))
+        assert cells["Tokens"] == _ci(view["mean_total_tokens"],
+                                      *bounds(model, "mean_total_tokens"), 0)
+        # a median: no bootstrap of it
+        assert cells["Latency p50 (ms)"] == f"{view['p50_latency_ms']:,.0f}"
+        assert cells["Abstain rate"] == _ci(view["abstain_rate"],
+                                            *bounds(model, "abstain_rate", wilson=True))
+        assert cells["Overall score"] == _ci(view["overall_score"],
+                                             *bounds(model, "overall_score"))
+        assert cells["Grounding N"] == f"{view['n_grounding']:,}"
+        assert cells["IDK + citation"] == f"{view['n_idk_with_citation']:,}"
+        assert cells["IDK check"] == view["idk_check"]
+
+
+def test_headline_has_the_view_columns_that_hold_a_value_in_its_order(
+    run_dir: Path, report: str
+) -> None:
+    """The terminal headline's columns: the view's, without the key and the signature."""
+    headline = run_query(run_dir, "select * from headline order by model nulls last")
+    shown = [c for c in headline.columns if c not in ("model", "signature")
+             and headline[c].drop_nulls().len() > 0]
+    assert "overall_score" in shown and "idk_check" in shown
+    part = section(report, "headline")
+    names = re.findall(r'<th scope="col"[^>]*title="([^"]+)"', part)
+    assert names == shown
+    assert header_titles(part, "headline-table")[0] == "Model"
+    assert len(header_titles(part, "headline-table")) == len(shown) + 1
+    # the warning column and the counts are explained under the table
+    legend = html.unescape(re.sub(r"<[^>]+>", "", part))
+    assert "IDK check: ok when IDK + citation is 0, else a warning" in legend
+    assert "Grounding N: the rows faithfulness and overlap average over" in legend
+    # each cell carries its title for the stacked layout of narrow windows
+    assert 'data-label="Overall score"' in part and 'data-label="Faithfulness"' in part
 
 
 def test_header_states_rows_signature_and_resampling(run_dir: Path, report: str) -> None:
@@ -166,6 +197,20 @@ def test_header_states_rows_signature_and_resampling(run_dir: Path, report: str)
     signature = run_query(run_dir, "select signature from headline")["signature"][0]
     assert signature.split("; ")[0] in header
     assert "50 resamples, seed 0" in header
+
+
+def test_the_signature_is_folded_behind_one_short_line(run_dir: Path, report: str) -> None:
+    signature = run_query(run_dir, "select signature from headline")["signature"][0]
+    part = section(report, "summary")
+    folded = re.search(r'<details class="sig"><summary>(.*?)</summary>(.*?)</details>', part,
+                       re.DOTALL)
+    assert folded is not None, "the signature is not in a details element"
+    assert "<details class=\"sig\" open" not in part
+    summary = html.unescape(re.sub(r"<[^>]+>", "", folded.group(1)))
+    assert signature not in summary and len(summary) < 80
+    assert summary.startswith("|".join(signature.split("|")[:2]))
+    assert "the same for every model" in summary
+    assert html.escape(signature.split("; ")[0], quote=True) in folded.group(2)
 
 
 def test_no_network_references(report: str) -> None:
@@ -406,9 +451,10 @@ def test_fixture_statistics_files_are_shown(run_dir: Path, tmp_path: Path) -> No
          "significant": False},
     ]).write_parquet(run / "comparisons.parquet")
     doc = write_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
-    first = next(r for r in body_rows(section(doc, "headline")) if r[0] == models[0])
-    assert first[4].endswith("[0.11, 1.00]")
-    assert first[8].endswith("[0.01, 0.46]")  # Wilson bounds for the abstain rate
+    first = next(r for r in table_rows(section(doc, "headline"), "headline-table")
+                 if r["Model"] == models[0])
+    assert first["Answer F1"].endswith("[0.11, 1.00]")
+    assert first["Abstain rate"].endswith("[0.01, 0.46]")  # Wilson bounds for the abstain rate
     assert "777 resamples, seed 42" in html.unescape(section(doc, "summary"))
     comparisons = section(doc, "comparisons")
     assert '<tr class="sig">' in comparisons
@@ -441,6 +487,18 @@ def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
     assert rows[0]["Slice"] == "category = <b>x</b>" and "&lt;b&gt;x&lt;/b&gt;" in part
     assert "1 worse" in part and "1 rows where both runs agree" in part
     assert "-0.000" not in part
+
+
+def test_the_run_comparison_comes_first(run_dir: Path, tmp_path: Path) -> None:
+    diff = pl.DataFrame({"model": ["m"], "metric": ["answer_f1"], "slice": ["all"],
+                         "mean_a": [0.4], "mean_b": [0.5], "delta": [0.1], "ci_low": [0.05],
+                         "ci_high": [0.15]})
+    doc = write_report(run_dir, tmp_path / "r.html", diff=diff).read_text(encoding="utf-8")
+    first = re.search(r'<main>\s*<section id="([a-z-]+)">', doc)
+    assert first is not None and first.group(1) == "run-comparison"
+    assert doc.index('</header>') < doc.index('id="run-comparison"') < doc.index('id="headline"')
+    links = re.findall(r'<li><a href="#([a-z-]+)">', doc)
+    assert links[:3] == ["summary", "run-comparison", "headline"]
 
 
 def test_run_comparison_of_two_runs(run_dir: Path, tmp_path: Path) -> None:
@@ -482,6 +540,64 @@ def test_run_comparison_of_two_runs(run_dir: Path, tmp_path: Path) -> None:
         pl.col("delta").is_null() & pl.col("ci_low").is_null() & pl.col("ci_high").is_null()
     ).height
     assert "0.000 [0.000, 0.000]" not in part and "-0.000" not in part
+
+
+def test_per_example_charts_draw_the_worst_rows_folded(run_dir: Path, report: str) -> None:
+    part = section(report, "generation")
+    folded = re.findall(r'<details class="fold"><summary>(.*?)</summary>\s*<figure class="chart" '
+                        r'id="(chart-[a-z]+)">(.*?)</figure></details>', part, re.DOTALL)
+    assert [chart_id for _, chart_id, _ in folded] == [
+        "chart-exampleanswers", "chart-examplecitations", "chart-exampleheatmap"]
+    assert "<details open" not in report and "open>" not in part
+    scores = pl.read_parquet(run_dir / "scores.parquet")
+    models = scores["model"].n_unique()
+    total = scores.filter(pl.col("answer_f1").is_not_null()).height
+    per_model = scores.group_by("model").len()["len"].clip(upper_bound=20).sum()
+    summary = html.unescape(re.sub(r"<[^>]+>", "", folded[0][0]))
+    assert f"({per_model:,} of {total:,} rows: the worst 20 of each model)" in summary
+    assert per_model < total and models > 1
+    note = html.unescape(re.sub(r"<[^>]+>", "", part))
+    assert f"plot 1: {per_model:,} of the {total:,} rows with answer F1 scores" in note
+    # the other plots are not folded
+    unfolded = re.sub(r"<details.*?</details>", "", part, flags=re.DOTALL)
+    for chart_id in ("chart-answerdistribution", "chart-citationdistribution", "chart-radar"):
+        assert f'<figure class="chart" id="{chart_id}">' in unfolded, chart_id
+
+
+def test_per_example_charts_follow_the_limit(run_dir: Path, tmp_path: Path) -> None:
+    from pipeline.report import Limits
+
+    doc = write_report(run_dir, tmp_path / "r.html", limits=Limits(examples=3)).read_text(
+        encoding="utf-8")
+    part = section(doc, "generation")
+    svg = re.search(r'id="chart-exampleanswers">(.*?)</figure>', part, re.DOTALL)
+    assert svg is not None
+    rows = load_run(run_dir).rows
+    worst = {m: worst_examples(rows, m, limit=3)["label"].to_list()
+             for m in rows["model"].unique().to_list()}
+    assert all(len(labels) == 3 for labels in worst.values())
+    for labels in worst.values():
+        for text in labels:
+            assert f">{html.escape(text, quote=True)}<" in svg.group(1)
+    assert "the worst 3 of each model" in part
+    with pytest.raises(ValueError, match="report limit examples"):
+        Limits(examples=0)
+
+
+def test_worst_examples_are_lowest_first_and_told_apart() -> None:
+    rows = pl.DataFrame({
+        "model": ["m"] * 5 + ["n"],
+        "id": ["q1", "q1", "q1", "q2", None, "q1"],
+        "noise_level": [0.2, 0.4, 0.4, None, None, 0.0],
+        "answer_f1": [0.5, 0.1, 0.1, 0.3, 0.0, 0.0],
+        "overall_score": [0.5, 0.4, 0.2, 0.1, None, 0.0],
+    })
+    worst = worst_examples(rows, "m", limit=4)
+    # lowest F1 first, ties by overall score, then input order; ids repeated at one noise
+    # level are told apart by their place among the model's rows
+    assert worst["label"].to_list() == ["#5", "q1 @0.4 #3", "q1 @0.4 #2", "q2"]
+    assert worst_examples(rows, "n")["label"].to_list() == ["q1"]
+    assert worst_examples(rows.head(0), "m").height == 0
 
 
 def test_regressed_items_need_a_diff(run_dir: Path, tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Skipped when Chromium or Playwright is missing, except on CI (``CI=true``), where that is a
 failure. The report is that of a small run compared with a copy of it in which one model got
 worse, so every section is on the page (the run comparison too). Leaves full-page screenshots
-in ``test-artifacts/``: ``report.png`` (1366 px), ``report-1400.png`` and ``report-800.png``.
+in ``test-artifacts/``: ``report.png`` (1366 px), ``report-1400.png`` and ``report-800.png``,
+and prints the page height at each width.
 """
 
 from __future__ import annotations
@@ -59,6 +60,41 @@ _HIDDEN = """
     wrap.scrollLeft = 0;
   }
   return problems;
+}
+"""
+
+
+#: The top of the page as a reader meets it: the headline table's overflow and every cell in
+#: view, the order of the first sections, the per-example charts and the signature folded.
+_LAYOUT = """
+() => {
+  const table = document.getElementById("headline-table");
+  const wrap = table.parentElement;
+  const box = wrap.getBoundingClientRect();
+  const hidden = [...table.querySelectorAll("tbody td")].filter((td) => {
+    const r = td.getBoundingClientRect();
+    return !(r.width > 0 && r.left >= box.left - 1 && r.right <= box.right + 1);
+  }).map((td) => td.getAttribute("data-label") + ": " + td.textContent);
+  const folds = ["chart-exampleanswers", "chart-examplecitations", "chart-exampleheatmap"]
+    .map((id) => {
+      const details = document.getElementById(id).closest("details");
+      return [id, details !== null && !details.open,
+              document.getElementById(id).checkVisibility()];
+    });
+  const sig = document.querySelector("#summary details.sig");
+  const summary = sig ? sig.querySelector("summary") : null;
+  const line = summary ? parseFloat(getComputedStyle(summary).lineHeight) : 0;
+  return {
+    scrollWidth: table.scrollWidth, clientWidth: wrap.clientWidth, hidden: hidden,
+    sections: [...document.querySelectorAll("header[id], main > section")].slice(0, 3)
+      .map((e) => e.id),
+    folds: folds,
+    signatureFolded: sig !== null && !sig.open
+      && sig.querySelector(":scope > div .sig-text") !== null
+      && !sig.querySelector(":scope > div").checkVisibility(),
+    summaryLines: summary ? summary.getBoundingClientRect().height / line : 0,
+    height: document.documentElement.scrollHeight,
+  };
 }
 """
 
@@ -125,6 +161,9 @@ def test_report_in_chromium(report_url: str) -> None:
             assert page.evaluate("typeof window.__pwned") == "undefined"
             assert page.evaluate("typeof window.__pwned2") == "undefined"
 
+            # the per-example charts are folded: open every details element to see them all
+            assert page.locator("details:not([open]) figure.chart").count() == 3
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
             charts = page.locator("figure.chart > svg")
             assert charts.count() >= 10  # with the run comparison's chart
             for k in range(charts.count()):
@@ -181,6 +220,19 @@ def test_report_fits_the_window(report_url: str, width: int) -> None:
                 )
                 assert [t.replace("\xad", "") for t in marked] == list(titles), table_id
             assert page.evaluate(_HIDDEN) == []
+
+            layout = page.evaluate(_LAYOUT)
+            print(f"page height at {width} px: {layout['height']} px")
+            # the headline fits: no sideways scroll in its box, every value in view
+            assert layout["scrollWidth"] <= layout["clientWidth"], layout
+            assert layout["hidden"] == []
+            # the run comparison comes first, under the summary
+            assert layout["sections"] == ["summary", "run-comparison", "headline"]
+            # per-example charts are collapsed, the signature folded behind one line
+            assert layout["folds"] == [[chart_id, True, False] for chart_id in (
+                "chart-exampleanswers", "chart-examplecitations", "chart-exampleheatmap")]
+            assert layout["signatureFolded"]
+            assert 0 < layout["summaryLines"] < 1.5
 
             # every table box stays within the page
             for right in page.eval_on_selector_all(

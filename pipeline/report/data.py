@@ -98,8 +98,9 @@ class RunData:
     rgb_summary: pl.DataFrame
     #: The ``paired_analysis`` view (its threshold columns place the grounding chart's lines).
     paired_analysis: pl.DataFrame
-    #: One row per scored row in input order: model, id, answer_f1, answer_em and the citation
-    #: precision, recall and F1 (for the distributions and the per-example plots).
+    #: One row per scored row in input order: model, id, noise_level, task, answer_f1,
+    #: answer_em, the citation precision, recall and F1 and overall_score (for the
+    #: distributions and the per-example plots).
     rows: pl.DataFrame
     #: The :data:`WORST_N` lowest-F1 rows per model with their texts (when texts.parquet exists).
     worst: pl.DataFrame
@@ -205,9 +206,9 @@ def load_run(out_dir: Path) -> RunData:
                          "order by model nulls last, noise_level nulls last",
             "rgb_summary": "select * from rgb_summary order by model nulls last",
             "paired_analysis": "select * from paired_analysis order by model nulls last",
-            "rows": "select sr.model, sr.id, sr.answer_f1, sr.answer_em, sr.citation_precision, "
-                    "sr.citation_recall, sr.citation_f1 from scores as sr "
-                    "order by sr.source, sr.row_number",
+            "rows": "select sr.model, sr.id, sr.noise_level, sr.task, sr.answer_f1, "
+                    "sr.answer_em, sr.citation_precision, sr.citation_recall, sr.citation_f1, "
+                    "sr.overall_score from scores as sr order by sr.source, sr.row_number",
             "worst": _WORST_SQL,
         })
     except duckdb.Error as exc:

@@ -15,9 +15,12 @@ The tool draws one system; here plots 1, 2 and 5 have one panel per model, plots
 histogram and mean line per model, and the radar one polygon per model. Its radar shows five
 metrics; this one adds the sixth, insufficient-context detection, averaged like the tool's
 ``evaluate_batch`` over the rows where it applies (its average is 0.0 where no row does, and so
-is it here, said in the caption). Per-example plots show the first :data:`EXAMPLES_SHOWN` rows of
-each model in input order, labelled by id: a run of thousands of rows has no readable bar per
-row, and the distributions and the radar cover every row.
+is it here, said in the caption). Per-example plots show the worst rows of each model, at most
+:data:`~pipeline.report.limits.MAX_EXAMPLES` (:func:`worst_examples`: lowest answer F1, or
+citation F1 for plot 2, ties by lowest overall score, then input order), labelled by id: a run
+of thousands of rows has no readable bar per row, the worst rows are the ones a reader looks
+for, and the distributions and the radar cover every row. With the default limit, plots 1 and
+5 show the rows of the report's worst-items table, which has their texts.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pipeline.report.charts import WIDTH_IN, bars, cell_values, color, label, style, to_svg
+from pipeline.report.limits import MAX_EXAMPLES
 
-#: Rows per model in the per-example plots (the first ones in input order).
-EXAMPLES_SHOWN = 30
+#: The heatmap writes each cell's value while it has at most this many columns (rows per model).
+VALUES_UP_TO = 30
 #: The per-row metrics of plots 1, 2 and 5: (score column, the tool's label).
 EXAMPLE_METRICS = (
     ("answer_f1", "Ans F1"),
@@ -57,6 +61,16 @@ _CITATION_COLORS = ("#95E1D3", "#F38181", "#FFAA5A")
 _LABEL_CHARS = 14
 #: One figure: (chart id, SVG or None, caption, text shown when there is nothing to plot).
 Plot = tuple[str, str | None, str, str]
+#: The columns that rank a model's rows, worst first, in the per-example plot of each chart
+#: id: the first is the score the plot is about (rows without it are not ranked), then the
+#: overall score breaks ties, as in the worst-items table.
+WORST_BY = {
+    "chart-exampleanswers": ("answer_f1", "overall_score"),
+    "chart-examplecitations": ("citation_f1", "overall_score"),
+    "chart-exampleheatmap": ("answer_f1", "overall_score"),
+}
+#: What each ranking's first column is called in captions.
+RANKED_BY = {"answer_f1": "answer F1", "citation_f1": "citation F1"}
 
 
 def _column(frame: pl.DataFrame, name: str) -> np.ndarray:
@@ -66,21 +80,66 @@ def _column(frame: pl.DataFrame, name: str) -> np.ndarray:
     return frame[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
-def examples(rows: pl.DataFrame, model: str | None, limit: int = EXAMPLES_SHOWN) -> pl.DataFrame:
-    """The first ``limit`` rows of ``model`` (``rows`` is in input order) with a ``label``: the
-    row's id, cut to :data:`_LABEL_CHARS` characters, or ``#k`` without one.
+def _model_rows(rows: pl.DataFrame, model: str | None, key: str) -> pl.DataFrame:
+    """The rows of ``model`` that have a ``key`` score, in input order, each with its
+    ``_position`` among the model's rows (from 1)."""
+    part = rows.filter(pl.col("model").eq_missing(model)).with_row_index("_position", offset=1)
+    if key not in part.columns:
+        return part.clear()
+    return part.filter(pl.col(key).is_not_null())
 
-    >>> rows = pl.DataFrame({"model": ["m", "m", "n"], "id": ["q-1", None, "q-1"]})
-    >>> examples(rows, "m")["label"].to_list()
-    ['q-1', '#2']
+
+def _labels(part: pl.DataFrame) -> list[str]:
+    """Tick labels of the rows of one panel: the id cut to :data:`_LABEL_CHARS` characters
+    (``#k``, the row's place among the model's rows, without one); an id that repeats in the
+    panel gets its noise level (``@0.4``), and one that still repeats its place (``#k``)."""
+    def cut(ident: object) -> str | None:
+        if ident is None:
+            return None
+        text = str(ident)
+        return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+
+    ids = part["id"].to_list() if "id" in part.columns else [None] * part.height
+    noise = (part["noise_level"].to_list() if "noise_level" in part.columns
+             else [None] * part.height)
+    positions = part["_position"].to_list()
+    labels = [cut(i) or f"#{k}" for i, k in zip(ids, positions, strict=True)]
+    if len(set(labels)) < len(labels):
+        labels = [
+            f"{text} @{level:g}" if labels.count(text) > 1 and level is not None else text
+            for text, level in zip(labels, noise, strict=True)
+        ]
+    if len(set(labels)) < len(labels):
+        labels = [f"{text} #{k}" if labels.count(text) > 1 else text
+                  for text, k in zip(labels, positions, strict=True)]
+    return labels
+
+
+def worst_examples(
+    rows: pl.DataFrame, model: str | None, by: Sequence[str] = WORST_BY["chart-exampleanswers"],
+    limit: int = MAX_EXAMPLES,
+) -> pl.DataFrame:
+    """The ``limit`` worst rows of ``model`` (``rows`` is in input order): those with a
+    ``by[0]`` score, lowest first, ties by the further ``by`` columns (lowest first, nulls
+    last), then input order; with a ``label`` for the axis (:func:`_labels`).
+
+    >>> rows = pl.DataFrame({"model": ["m", "m", "m", "n"], "id": ["q-1", None, "q-3", "q-1"],
+    ...                      "answer_f1": [0.9, 0.1, None, 0.0]})
+    >>> worst_examples(rows, "m", ["answer_f1"])["label"].to_list()
+    ['#2', 'q-1']
     """
-    part = rows.filter(pl.col("model").eq_missing(model)).head(limit)
-    number = pl.lit("#") + (pl.int_range(pl.len()) + 1).cast(pl.String)
-    ident = pl.col("id") if "id" in part.columns else pl.lit(None, dtype=pl.String)
-    cut = pl.when(ident.str.len_chars() > _LABEL_CHARS).then(
-        ident.str.slice(0, _LABEL_CHARS - 1) + "…"
-    ).otherwise(ident)
-    return part.with_columns(pl.coalesce(cut, number).alias("label"))
+    keys = [c for c in by if c in rows.columns]
+    part = _model_rows(rows, model, by[0])
+    part = part.sort([*keys, "_position"], nulls_last=True).head(limit)
+    return part.with_columns(pl.Series("label", _labels(part), dtype=pl.String))
+
+
+def drawn_rows(rows: pl.DataFrame, models: Sequence[str | None], key: str,
+               limit: int = MAX_EXAMPLES) -> tuple[int, int]:
+    """How many rows of ``models`` with a ``key`` score a per-example plot draws (at most
+    ``limit`` per model) and how many there are."""
+    counts = [_model_rows(rows, m, key).height for m in models]
+    return sum(min(n, limit) for n in counts), sum(counts)
 
 
 def _has_any(rows: pl.DataFrame, columns: Sequence[str]) -> bool:
@@ -101,10 +160,13 @@ def per_example_bars(
     *,
     chart_id: str,
     title: str,
+    by: Sequence[str] | None = None,
+    limit: int = MAX_EXAMPLES,
 ) -> str | None:
-    """One panel per model: a group of bars per example, one bar per metric (0 to 1.1)."""
+    """One panel per model: a group of bars per example, one bar per metric (0 to 1.1), for
+    the ``limit`` worst rows by ``by`` (default: the metrics' columns), worst first."""
     columns = [name for name, _ in metrics]
-    panels = [(m, examples(rows, m)) for m in models]
+    panels = [(m, worst_examples(rows, m, by or columns, limit)) for m in models]
     panels = [(m, part) for m, part in panels if _has_any(part, columns)]
     if not panels:
         return None
@@ -155,12 +217,14 @@ def distribution(
 
 
 def example_heatmap(
-    rows: pl.DataFrame, models: Sequence[str | None], *, chart_id: str
+    rows: pl.DataFrame, models: Sequence[str | None], *, chart_id: str,
+    by: Sequence[str] = WORST_BY["chart-exampleheatmap"], limit: int = MAX_EXAMPLES,
 ) -> str | None:
-    """One panel per model: the five per-row metrics (rows) of each example (columns), red to
-    green from 0 to 1, values written in; blank where a metric is null (no gold citations)."""
+    """One panel per model: the five per-row metrics (rows) of each of the ``limit`` worst
+    examples by answer F1 (columns, worst first), red to green from 0 to 1, values written in;
+    blank where a metric is null (no gold citations)."""
     columns = [name for name, _ in EXAMPLE_METRICS]
-    panels = [(m, examples(rows, m)) for m in models]
+    panels = [(m, worst_examples(rows, m, by, limit)) for m in models]
     panels = [(m, part) for m, part in panels if _has_any(part, columns)]
     if not panels:
         return None
@@ -178,7 +242,7 @@ def example_heatmap(
             ax.set_yticks(np.arange(len(columns)), [text for _, text in EXAMPLE_METRICS])
             _example_axis(ax, part["label"].to_list())
             ax.set_title(f"Performance heatmap: {label(model)}", loc="left")
-            if part.height <= EXAMPLES_SHOWN:
+            if part.height <= VALUES_UP_TO:
                 cell_values(ax, grid, size=6)
         if image is not None:
             fig.colorbar(image, cax=fig.add_subplot(cells[:, 1]), label="score")
@@ -213,26 +277,41 @@ def radar(by_model: pl.DataFrame, *, chart_id: str) -> str | None:
     return to_svg(fig, chart_id)
 
 
+def worst_text(chart_id: str, limit: int) -> str:
+    """Which rows the per-example plot ``chart_id`` draws, for its caption.
+
+    >>> worst_text("chart-examplecitations", 20)
+    'the 20 rows of each model with the lowest citation F1 (ties: lowest overall score)'
+    """
+    return (f"the {limit:,} rows of each model with the lowest "
+            f"{RANKED_BY[WORST_BY[chart_id][0]]} (ties: lowest overall score)")
+
+
 def six_plots(
-    rows: pl.DataFrame, by_model: pl.DataFrame, models: Sequence[str | None]
+    rows: pl.DataFrame, by_model: pl.DataFrame, models: Sequence[str | None],
+    limit: int = MAX_EXAMPLES,
 ) -> list[Plot]:
     """The six figures in the tool's order: (chart id, SVG or None, caption, empty text).
 
-    ``rows`` holds one row per scored row in input order (model, id and the per-row answer and
-    citation scores); ``by_model`` the view of that name.
+    ``rows`` holds one row per scored row in input order (model, id, noise level and the
+    per-row answer, citation and overall scores); ``by_model`` the view of that name. The
+    per-example plots (1, 2 and 5, :data:`WORST_BY`) draw at most ``limit`` rows per model.
     """
-    shown = (f"the first {EXAMPLES_SHOWN} rows of each model in input order, labelled by id")
+    labels = ("worst first, labelled by id (with the noise level, @0.4, where an id repeats)")
+    answers, citations, heatmap = (worst_text(c, limit) for c in WORST_BY)
     return [
         ("chart-exampleanswers",
          per_example_bars(rows, models, EXAMPLE_METRICS[:2], _ANSWER_COLORS,
-                          chart_id="chart-exampleanswers", title="Answer F1 vs Answer EM"),
-         f"1. Answer F1 and exact match per example: {shown}. Where F1 is above EM the answer "
-         "earns partial credit.", "No answer scores in this run."),
+                          chart_id="chart-exampleanswers", title="Answer F1 vs Answer EM",
+                          by=WORST_BY["chart-exampleanswers"], limit=limit),
+         f"1. Answer F1 and exact match per example: {answers}, {labels}. Where F1 is above EM "
+         "the answer earns partial credit.", "No answer scores in this run."),
         ("chart-examplecitations",
          per_example_bars(rows, models, EXAMPLE_METRICS[2:], _CITATION_COLORS,
-                          chart_id="chart-examplecitations", title="Citation metrics"),
-         f"2. Citation precision, recall and F1 per example: {shown}; no bars where a row has "
-         "no gold citations.", "No rows with gold citations in this run."),
+                          chart_id="chart-examplecitations", title="Citation metrics",
+                          by=WORST_BY["chart-examplecitations"], limit=limit),
+         f"2. Citation precision, recall and F1 per example, over the rows with gold "
+         f"citations: {citations}, {labels}.", "No rows with gold citations in this run."),
         ("chart-answerdistribution",
          distribution(rows, models, "answer_f1", "Answer F1",
                       chart_id="chart-answerdistribution"),
@@ -244,8 +323,10 @@ def six_plots(
          "4. Citation F1 over every row with gold citations (10 bins, share of each model's "
          "rows); dashed lines mark each model's mean.",
          "No rows with gold citations in this run."),
-        ("chart-exampleheatmap", example_heatmap(rows, models, chart_id="chart-exampleheatmap"),
-         f"5. Performance heatmap: the five per-row scores of {shown}.",
+        ("chart-exampleheatmap",
+         example_heatmap(rows, models, chart_id="chart-exampleheatmap",
+                         by=WORST_BY["chart-exampleheatmap"], limit=limit),
+         f"5. Performance heatmap: the five per-row scores of {heatmap}, {labels}.",
          "No per-row scores to plot."),
         ("chart-radar", radar(by_model, chart_id="chart-radar"),
          "6. Overall performance profile: each model's means over all rows (citation scores "

@@ -7,7 +7,9 @@ rows: the ``n`` of ``by_model``, ties in report order) in its charts, its compar
 worst items, at most :data:`MAX_CATEGORIES` categories and scoring categories (those with the
 most rows over all models, ties by name), and at most :data:`MAX_COMPARISON_ROWS` rows of model
 comparisons. The headline, answer, citation and appendix tables keep every model (one row
-each). A section that left something out says so in a note under it; the views,
+each). The per-example charts of the generation section draw at most :data:`MAX_EXAMPLES`
+rows per model, its worst ones (:func:`pipeline.report.hotpot_charts.worst_examples`). A
+section that left something out says so in a note under it; the views,
 ``intervals.parquet`` and ``comparisons.parquet`` keep everything (``rag-eval query``).
 """
 
@@ -26,6 +28,9 @@ MAX_MODELS = 30
 MAX_CATEGORIES = 30
 #: Rows of the model comparisons table.
 MAX_COMPARISON_ROWS = 500
+#: Rows per model in each per-example chart (the worst ones; a bar group or a heatmap column
+#: per row stays readable up to about this many).
+MAX_EXAMPLES = 20
 
 #: Sections that draw one mark per model (and leave out the models not drawn).
 MODEL_SECTIONS = ("distributions", "generation", "noise", "rgb", "grounding", "cost", "profile",
@@ -38,14 +43,16 @@ SCORING_SECTIONS = ("profile", "failures")
 
 @dataclass(frozen=True)
 class Limits:
-    """The most models, categories and comparison rows the report draws."""
+    """The most models, categories and comparison rows the report draws, and the rows per
+    model of each per-example chart (``examples``)."""
 
     models: int = MAX_MODELS
     categories: int = MAX_CATEGORIES
     comparison_rows: int = MAX_COMPARISON_ROWS
+    examples: int = MAX_EXAMPLES
 
     def __post_init__(self) -> None:
-        for name in ("models", "categories", "comparison_rows"):
+        for name in ("models", "categories", "comparison_rows", "examples"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"report limit {name} must be an integer >= 1, got {value!r}")

@@ -39,12 +39,12 @@ from pipeline.report.limits import (
 from pipeline.stats import METRIC_NAMES, wilson_interval
 from pipeline.text.sentences import split_sentences
 
-#: Section ids in page order; ``run-comparison`` appears only when a run diff is given.
+#: Section ids in page order; ``run-comparison`` appears only when a run diff is given, and
+#: then first, right under the summary: it is what a reader of a comparison came for.
 SECTION_IDS = (
-    "summary", "headline", "answers", "citations", "distributions", "generation", "categories",
-    "noise",
-    "rgb", "grounding", "cost", "profile", "failures", "user-metrics", "comparisons",
-    "run-comparison", "worst", "appendix",
+    "summary", "run-comparison", "headline", "answers", "citations", "distributions",
+    "generation", "categories", "noise", "rgb", "grounding", "cost", "profile", "failures",
+    "user-metrics", "comparisons", "worst", "appendix",
 )
 #: Decimals per kind of number; scores are shown to 2 decimals, the resolution of a 95% CI
 #: over a few hundred rows.
@@ -60,20 +60,42 @@ class Column:
     kind: str = "score"
 
 
-HEADLINE = (
-    Column("faithfulness", "Faithfulness"),
+#: How the headline table shows the columns of the ``headline`` view it knows (titles may hold
+#: soft hyphens, where a long word may break). It shows the view's columns in the view's order
+#: (:func:`headline_columns`), so it has the terminal headline's columns; a column not listed
+#: here gets its name as title and a kind from its type.
+HEADLINE = {c.name: c for c in (
+    Column("n", "N", "count"),
+    Column("faithfulness", "Faith&shy;fulness"),
     Column("overlap", "Overlap"),
-    Column("answer_f1", "F1"),
+    Column("n_grounding", "Ground&shy;ing N", "count"),
+    Column("answer_f1", "Answer F1"),
     Column("citation_f1_macro", "Citation F1"),
     Column("mean_total_tokens", "Tokens", "tokens"),
     Column("p50_latency_ms", "Latency p50 (ms)", "ms"),
     Column("abstain_rate", "Abstain rate"),
-    Column("abstention_accuracy", "Abstention accuracy"),
-    Column("empty_response_rate", "Empty responses"),
-)
-#: Headline columns shown only where some model has a value: abstention accuracy needs
-#: unanswerable questions, the empty-response rate empty responses.
-HEADLINE_WHEN_PRESENT = frozenset({"abstention_accuracy", "empty_response_rate"})
+    Column("abstention_accuracy", "Abs&shy;tention accuracy"),
+    Column("n_unanswerable", "Unan&shy;swerable", "count"),
+    Column("empty_response_rate", "Empty re&shy;sponses"),
+    Column("overall_score", "Overall score"),
+    Column("n_no_passages", "No pas&shy;sages", "count"),
+    Column("n_idk_with_citation", "IDK + citation", "count"),
+    Column("idk_check", "IDK check", "text"),
+)}
+#: Columns of the ``headline`` view the table does not show: its key (the first column) and
+#: the signature (folded in the summary).
+HEADLINE_HIDDEN = ("model", "signature")
+#: What the count and warning columns of the headline mean, in the note under the table.
+HEADLINE_LEGEND = {
+    "n_grounding": "the rows faithfulness and overlap average over",
+    "n_unanswerable": "unanswerable questions, of which abstention accuracy is the share "
+                      "declined",
+    "n_no_passages": "rows without any retrieved passage (grounding does not apply)",
+    "n_idk_with_citation": "rows where a sentence says \"I don't know\" and still cites a "
+                           "passage",
+    "idk_check": "<em>ok</em> when IDK + citation is 0, else a warning: it must be 0 (a "
+                 "flaw in the prompt or the generation)",
+}
 APPENDIX = (
     Column("answer_em", "Exact match (SQuAD)"),
     Column("answer_em_strict", "Exact match (strict)"),
@@ -258,6 +280,45 @@ figcaption { color: var(--muted); font-size: 0.85rem; margin-top: 0.25rem; max-w
 .search input { font: inherit; padding: 0.35rem 0.6rem; width: min(28rem, 100%);
   border: 1px solid var(--line); border-radius: 4px; }
 .search span { color: var(--muted); font-size: 0.85rem; }
+summary { cursor: pointer; }
+details.sig summary { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+details.sig > div { margin: 0.25rem 0 0.25rem 1rem; }
+details.fold { border: 1px solid var(--line); border-radius: 4px; margin: 0.5rem 0;
+  padding: 0.4rem 0.75rem; }
+details.fold > summary { font-weight: 600; }
+details.fold > summary .sub { font-weight: normal; }
+details.fold > figure.chart { margin-bottom: 0.5rem; }
+#headline-table th, #headline-table td { padding: 0.35rem 0.3rem; }
+#headline-table thead th { min-width: 0; hyphens: manual; font-size: 0.75rem; width: 3em; }
+#headline-table thead th:first-child { width: auto; }
+#headline-table th:first-child, #headline-table td:first-child { min-width: 6.5em;
+  max-width: 11em; }
+#headline-table .ci { display: block; font-size: 0.68rem; color: var(--muted);
+  white-space: nowrap; }
+#headline-table td.flag { white-space: normal; min-width: 4.5em; width: 6em; }
+#headline-table td.warn { color: #b3261e; font-weight: 600; }
+/* Below the width its widest column set needs (17 columns: about 1,160 px), the headline
+   stacks: a model is a block of labelled cells. */
+@media (max-width: 1260px) {
+  #headline-table, #headline-table thead, #headline-table tbody, #headline-table thead tr {
+    display: block; }
+  .headline-wrap { max-height: none; }
+  .headline-wrap:has(tbody tr:nth-child(7)) { max-height: 75vh; }
+  #headline-table thead th { display: none; }
+  #headline-table thead th:first-child { display: block; position: static; max-width: none;
+    background: none; color: var(--muted); font-weight: normal; box-shadow: none; }
+  #headline-table tbody tr { display: grid;
+    grid-template-columns: repeat(auto-fill, minmax(8.5rem, 1fr));
+    border-bottom: 2px solid var(--line); }
+  #headline-table tbody td { border-bottom: 0; white-space: normal; text-align: left;
+    min-width: 0; max-width: none; }
+  #headline-table tbody td.flag { width: auto; }
+  #headline-table tbody td:first-child { grid-column: 1 / -1; position: static;
+    max-width: none; font-weight: 600; box-shadow: none; background: var(--band); }
+  #headline-table tbody td:not(:first-child)::before { content: attr(data-label);
+    display: block; color: var(--muted); font-size: 0.72rem; }
+  #headline-table .ci { display: inline; }
+}
 @media (max-width: 900px) {
   header, main, nav ul { padding-left: 0.75rem; padding-right: 0.75rem; }
   table { font-size: 0.8rem; }
@@ -285,6 +346,8 @@ def fmt(value: object, kind: str = "score") -> str:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if kind == "text" or isinstance(value, str):
+        return esc(value)
     if isinstance(value, int) and kind in ("count", "tokens"):
         return f"{value:,}"
     number = float(value)  # type: ignore[arg-type]
@@ -381,17 +444,34 @@ def _metric_table(frame: pl.DataFrame, columns: Sequence[Column], key_title: str
     return _table(headers, rows, numeric=[False, True, *([True] * len(present))])
 
 
+def _signatures(headline: pl.DataFrame) -> str:
+    """The run's signature(s) folded in a ``<details>`` element: one short line (the tool and
+    version, whether every model shares it, how many settings it records), the full text
+    when opened."""
+    if "signature" not in headline.columns:
+        return "—"
+    per_model = headline["signature"].drop_nulls().unique().sort().to_list()
+    parts = sorted({part for full in per_model for part in full.split("; ")})
+    if not parts:
+        return "—"
+    fields = parts[0].split("|")
+    short = "|".join(fields[:2]) + ("|…" if len(fields) > 2 else "")
+    settings = sum(len(part.split("|")) - 1 for part in parts)
+    shared = ("the same for every model" if len(per_model) == 1 else
+              f"<strong>{len(per_model)} different ones across models</strong>: compare "
+              "numbers only where they match")
+    full = "<br>".join(f'<span class="sig-text">{esc(part)}</span>' for part in parts)
+    return (f'<details class="sig"><summary><span class="sig-text">{esc(short)}</span> '
+            f'<span class="sub">{shared}; {settings:,} settings</span></summary>'
+            f"<div>{full}</div></details>")
+
+
 def _header(data: RunData, title: str) -> str:
-    signatures = sorted(
-        data.headline.select(pl.col("signature").str.split("; ").explode().drop_nulls().unique())
-        .to_series().to_list()
-    )
     items = [
         ("Run directory", f"<code>{esc(str(data.out_dir.resolve()))}</code>"),
         ("Rows", f"{fmt(data.n_rows, 'count')} scored, {fmt(data.n_rejected, 'count')} rejected"),
         ("Models", ", ".join(esc(m) for m in data.models) or "—"),
-        ("Signature" + ("s" if len(signatures) != 1 else ""),
-         "<br>".join(f'<span class="sig-text">{esc(s)}</span>' for s in signatures) or "—"),
+        ("Signature", _signatures(data.headline)),
         ("Intervals", _intervals_text(data.intervals)),
         ("Model comparisons", "comparisons.parquet" if data.comparisons is not None
          else "none (no comparisons.parquet)"),
@@ -415,17 +495,78 @@ def _intervals_text(intervals: pl.DataFrame | None) -> str:
     return "95% intervals from intervals.parquet (" + "; ".join(parts) + ")"
 
 
+def headline_columns(headline: pl.DataFrame) -> list[Column]:
+    """The columns of the ``headline`` view the report's headline table shows, in the view's
+    order: every column that holds a value for some model, but the model (the row key) and
+    the signature (:data:`HEADLINE_HIDDEN`).
+
+    >>> frame = pl.DataFrame({"model": ["m"], "n": [3], "answer_f1": [0.5],
+    ...                       "n_unanswerable": [None], "signature": ["s"]})
+    >>> [c.name for c in headline_columns(frame)]
+    ['n', 'answer_f1']
+    """
+    columns = []
+    for name, dtype in headline.schema.items():
+        if name in HEADLINE_HIDDEN or headline[name].drop_nulls().len() == 0:
+            continue
+        kind = ("count" if dtype.is_integer() else "score" if dtype.is_numeric() else "text")
+        columns.append(HEADLINE.get(name, Column(name, esc(name), kind)))
+    return columns
+
+
+def _plain(title: str) -> str:
+    """A column title as plain text (no soft hyphens, no markup), for ``data-label``."""
+    return html.unescape(title).replace("\xad", "")
+
+
+def _headline_cell(record: Mapping[str, object], column: Column) -> str:
+    """One cell of the headline table: the value, its interval beneath (``.ci``), the
+    unrounded value on hover, and the column title for the stacked layout of narrow windows."""
+    value = record[column.name]
+    label = esc(_plain(column.title))
+    if column.kind == "text":
+        warn = isinstance(value, str) and value.upper().startswith("WARNING")
+        css = ' class="flag warn"' if warn else ' class="flag"'
+        text = fmt(value, "text").replace("+", "+<wbr>")  # IDK+citation may break there
+        return f'<td{css} data-label="{label}">{text}</td>'
+    low, high = record.get(f"{column.name}_lo"), record.get(f"{column.name}_hi")
+    text = fmt(value, column.kind)
+    if value is not None and low is not None and high is not None:
+        text += (f'<span class="ci"> [{fmt(low, column.kind)}, '
+                 f"{fmt(high, column.kind)}]</span>")
+    return (f'<td class="num" data-label="{label}" title="{fmt_auto(value)}">{text}</td>')
+
+
 def _headline(data: RunData) -> str:
-    columns = [c for c in HEADLINE if c.name not in HEADLINE_WHEN_PRESENT or (
-        c.name in data.headline.columns and data.headline[c.name].drop_nulls().len() > 0)]
-    frame = with_ci(data.headline, data.intervals, "by_model", [c.name for c in columns])
-    note = ("Point estimates are the <code>headline</code> view; brackets give the 95% "
+    columns = headline_columns(data.headline)
+    frame = with_ci(data.headline, data.intervals, "by_model",
+                    [c.name for c in columns if c.kind not in ("count", "text")])
+    rows = []
+    for record in frame.to_dicts():
+        cells = [f'<td data-label="Model">{esc(record["model"])}</td>',
+                 *(_headline_cell(record, c) for c in columns)]
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    head = ""
+    for c in columns:  # a title's tooltip is the view column's name
+        css = "" if c.kind == "text" else ' class="num"'
+        head += f'<th scope="col"{css} title="{esc(c.name)}">{c.title}</th>'
+
+    table = (
+        '<div class="table-wrap headline-wrap"><table id="headline-table">'
+        f'<thead><tr><th scope="col">Model</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    note = ("Point estimates are the <code>headline</code> view (its columns that hold a value, "
+            "in its order; hover a title for the column name); brackets give the 95% "
             "bootstrap interval of the mean (Wilson score interval for the abstain rate)."
             if data.intervals is not None else
-            "Point estimates are the <code>headline</code> view. No intervals.parquet: "
-            "shown without confidence intervals.")
-    return _section("headline", "Headline", _metric_table(frame, columns)
-                    + f'<p class="note">{note}</p>' + checks.headline_notes(data.headline))
+            "Point estimates are the <code>headline</code> view (its columns that hold a value, "
+            "in its order). No intervals.parquet: shown without confidence intervals.")
+    legend = "; ".join(f"<strong>{esc(_plain(c.title))}</strong>: {HEADLINE_LEGEND[c.name]}"
+                       for c in columns if c.name in HEADLINE_LEGEND)
+    legend = f'<p class="note">{legend}.</p>' if legend else ""
+    return _section("headline", "Headline", table + f'<p class="note">{note}</p>' + legend
+                    + checks.headline_notes(data.headline))
 
 
 def _user_metrics(data: RunData) -> str:
@@ -501,11 +642,43 @@ def _distributions(data: RunData) -> str:
         "No per-row scores to plot."))
 
 
-def _generation(data: RunData) -> str:
-    plots = hotpot_charts.six_plots(data.rows, data.by_model, data.models)
-    body = "".join(_figure(svg, chart_id, caption, empty)
-                   for chart_id, svg, caption, empty in plots)
-    return _section("generation", "Generation quality: the HotpotQA evaluator's six plots", body)
+#: The per-example plots of the generation section, folded by default: chart id → (the
+#: plot's number, its summary line).
+FOLDED_EXAMPLES = {
+    "chart-exampleanswers": (1, "Answer F1 and exact match per example"),
+    "chart-examplecitations": (2, "Citation precision, recall and F1 per example"),
+    "chart-exampleheatmap": (5, "Performance heatmap per example"),
+}
+
+
+def _generation(data: RunData, limit: int) -> str:
+    """The six plots; the per-example ones (at most ``limit`` rows per model, the worst)
+    folded in ``<details>`` elements, with a note on the rows they leave out."""
+    plots = hotpot_charts.six_plots(data.rows, data.by_model, data.models, limit)
+    body, left_out = [], []
+    for chart_id, svg, caption, empty in plots:
+        figure = _figure(svg, chart_id, caption, empty)
+        if chart_id in FOLDED_EXAMPLES and svg is not None:
+            number, summary = FOLDED_EXAMPLES[chart_id]
+            key = hotpot_charts.WORST_BY[chart_id][0]
+            drawn, total = hotpot_charts.drawn_rows(data.rows, data.models, key, limit)
+            figure = (f'<details class="fold"><summary>{number}. {summary} '
+                      f'<span class="sub">({fmt(drawn, "count")} of {fmt(total, "count")} '
+                      f"rows: the worst {fmt(limit, 'count')} of each model)</span></summary>"
+                      f"{figure}</details>")
+            if drawn < total:
+                left_out.append(f"{number}: {fmt(drawn, 'count')} of the {fmt(total, 'count')} "
+                                f"rows with {hotpot_charts.RANKED_BY[key]} scores")
+        body.append(figure)
+    note = ""
+    if left_out:
+        note = ('<p class="note">The per-example plots (folded; open one to see it) draw the '
+                f"{fmt(limit, 'count')} worst rows of each model (<code>Limits.examples</code>"
+                f"): plot {'; plot '.join(left_out)}. The other rows are not drawn there: the "
+                "distributions and the radar cover every row, the worst-items table lists the "
+                "worst with their texts, and the <code>scores</code> view has them all.</p>")
+    return _section("generation", "Generation quality: the HotpotQA evaluator's six plots",
+                    "".join(body) + note)
 
 
 def _categories(data: RunData) -> str:
@@ -1092,21 +1265,22 @@ def render(
     limits: Limits = Limits(),  # noqa: B008 - frozen
 ) -> str:
     """The complete HTML document for ``data``; a run comparison when ``diff`` is given (its
-    regressed items too when ``regressed`` is). Charts, comparisons and worst items draw at
-    most the models and categories of ``limits`` (:mod:`pipeline.report.limits`)."""
+    regressed items too when ``regressed`` is), first, under the summary. Charts, comparisons
+    and worst items draw at most the models and categories of ``limits``, the per-example
+    charts at most ``limits.examples`` rows per model (:mod:`pipeline.report.limits`)."""
     title = title or f"Evaluation report: {Path(data.out_dir).resolve().name}"
     capped = cap(data, limits)
     drawn = capped.data
     total = None if data.comparisons is None else data.comparisons.height
     sections = [
-        _headline(data), _answers(data), _citations(data), _distributions(drawn),
-        _generation(drawn),
-        _categories(drawn), _noise(drawn), _rgb(drawn), _grounding(drawn), _cost(drawn),
-        _profile(drawn), _failures(drawn), _user_metrics(data),
-        _comparisons(drawn, limits.comparison_rows, total),
         *([_run_comparison(capped_diff(diff, capped, data), regressed, drawn.models,
                            data.user_metrics)]
           if diff is not None else []),
+        _headline(data), _answers(data), _citations(data), _distributions(drawn),
+        _generation(drawn, limits.examples),
+        _categories(drawn), _noise(drawn), _rgb(drawn), _grounding(drawn), _cost(drawn),
+        _profile(drawn), _failures(drawn), _user_metrics(data),
+        _comparisons(drawn, limits.comparison_rows, total),
         _worst(drawn), _appendix(data),
     ]
     sections = [with_notes(s, capped.notes.get(section_id(s), [])) for s in sections]
