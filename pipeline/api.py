@@ -32,7 +32,6 @@ from pipeline.config import Config, ConfigError, UserMetricDef, did_you_mean, lo
 from pipeline.io import atomic
 from pipeline.io.layout import (
     EXTRA_OUTPUTS_FILE,
-    MODEL_PARTITION,
     REJECTED_DIR,
     REJECTED_FILE,
     SCORES_DIR,
@@ -484,15 +483,15 @@ def open_run(path: PathLike, *, run: str | None = None) -> Run:
 
     root = Path(path)
     if is_store(root):
-        manifests = Store(root).manifests()
-        if not manifests:  # pragma: no cover - is_store found a manifest
-            raise InputError(f"{root}: no committed runs")
+        runs = Store(root).runs()
+        latest = runs.latest()
+        if latest is None:
+            raise InputError(f"{root}: no committed run that can be read; {runs.listing()}")
         if run is None:
-            run = max(manifests, key=lambda m: (m["finished_at"], m["run_id"]))["run_id"]
-        found = next((m for m in manifests if m["run_id"] == run), None)
+            run = latest["run_id"]
+        found = next((m for m in runs.committed if m["run_id"] == run), None)
         if found is None:
-            known = ", ".join(m["run_id"] for m in manifests)
-            raise InputError(f"{root}: no committed run {run!r}; runs: {known}")
+            raise runs.unknown(run)
         counts = found["counts"]
         return Run(
             Store(root).run_dir(run), store=root, run_id=run,
@@ -534,8 +533,9 @@ class Run:
         """The per-row scores (``scores.parquet``; a store run's partitions in its order)."""
         if self.store is None:
             return pl.scan_parquet(self.path / SCORES_FILE)
-        scan = pl.scan_parquet(self.path / SCORES_DIR, hive_partitioning=True,
-                               hive_schema={MODEL_PARTITION: pl.String})
+        from pipeline.io.partitioned import scan_partitions
+
+        scan = scan_partitions(self.path / SCORES_DIR)  # the real model names, hashed or not
         return scan.select(*KEY_COLUMNS, pl.exclude(KEY_COLUMNS)).sort(SOURCE_COLUMN, ROW_COLUMN)
 
     @property

@@ -375,3 +375,15 @@ def test_every_example_of_the_docs_runs(tmp_path: Path, monkeypatch: pytest.Monk
             exec(compile(block, f"{DOC.name} example {number}", "exec"), namespace)
         except Exception as exc:  # pragma: no cover - the message names the example
             raise AssertionError(f"{DOC.name} example {number} failed: {exc!r}\n{block}") from exc
+
+
+def test_a_store_run_reads_real_model_names_and_names_damaged_runs(tmp_path: Path) -> None:
+    long_name = "m" * 300  # hashed into its partition directory (docs/results-store.md)
+    frame = pl.DataFrame({"id": ["q1", "q2"], "question": ["a?", "b?"],
+                          "reference": ["x", "y"], "response": ["x", "z"],
+                          "model": [long_name, "short"]})
+    run = evaluate(frame, store=tmp_path / "store", metrics=["answer_em"], stats=False)
+    assert sorted(run.scores.collect()["model"].to_list()) == [long_name, "short"]
+    (run.path / "manifest.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InputError, match="damaged"):
+        open_run(tmp_path / "store", run=run.run_id)
