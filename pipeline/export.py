@@ -11,6 +11,12 @@ default every string cell of a CSV or TSV export (list columns after joining) th
 one of :data:`FORMULA_TRIGGERS` gets a ``'`` in front, the rule of OWASP's "CSV Injection"
 page; numbers are not strings and stay as they are. Parquet is written unchanged.
 
+The export streams (:func:`export_batches`): a slice of the scores at a time (about
+:data:`EXPORT_BATCH_BYTES`) is joined with the texts of its rows, read by their row numbers
+from the row groups that hold them, and appended to a temporary file beside the target, which
+is renamed onto it at the end. Memory holds one slice, whatever the rows; a killed export
+leaves a temporary file that the next command writing into that directory removes.
+
 ``layout="enhanced-framework"`` writes instead the 51-column TSV of the enhanced text evaluation
 framework (:func:`enhanced_framework_table`, docs/compat.md): its header (five feedback names
 appear twice, as in its file), its column order and its value formats, as pandas wrote them:
@@ -22,14 +28,20 @@ flag turns it off), never to its numbers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
+import pyarrow.parquet as pq
 
-from pipeline.io.atomic import atomic_path
+from pipeline.io.atomic import atomic_path, check_output_file
 from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
 from pipeline.metrics.common import python_round
 from pipeline.schema import InputError
+
+#: A frame in memory or a lazy one: the export's steps take either.
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 FORMATS = ("tsv", "csv", "parquet")
 #: ``wide``: every column of the run; ``enhanced-framework``: the enhanced text evaluation
@@ -42,25 +54,71 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 FORMULA_ESCAPE = "'"
 
 
-def export_table(out_dir: Path) -> pl.DataFrame:
-    """Scores of ``out_dir`` joined with their texts, text columns right after the keys."""
+def export_lazy(out_dir: Path) -> pl.LazyFrame:
+    """Scores of ``out_dir`` joined with their texts, text columns right after the keys, as a
+    lazy scan (nothing is read yet)."""
     scores_path, texts_path = out_dir / SCORES_FILE, out_dir / TEXTS_FILE
     for path in (scores_path, texts_path):
         if not path.is_file():
             raise InputError(f"{path} is missing; run `rag-eval evaluate --out {out_dir}` first")
-    scores = pl.read_parquet(scores_path)
-    texts = pl.read_parquet(texts_path).drop("id")
+    scores = pl.scan_parquet(scores_path, hive_partitioning=False)
+    texts = pl.scan_parquet(texts_path, hive_partitioning=False).select(_TEXTS)
     table = scores.join(texts, on=["source", "row_number"], how="left", maintain_order="left")
+    columns = table.collect_schema().names()
     keys = ["id", "model", "run", "category", "noise_level", "question_type"]
-    front = [c for c in (*keys, "question", "reference", "response") if c in table.columns]
+    front = [c for c in (*keys, "question", "reference", "response") if c in columns]
     return table.select(*front, pl.exclude(*front))
 
 
-def flatten_lists(table: pl.DataFrame) -> pl.DataFrame:
+def export_table(out_dir: Path) -> pl.DataFrame:
+    """:func:`export_lazy` read into memory."""
+    return export_lazy(out_dir).collect()
+
+
+#: Bytes of scores (uncompressed, as Parquet counts them) an export joins and writes at a time.
+EXPORT_BATCH_BYTES = 64 * 2**20
+_KEYS = ["source", "row_number"]
+#: What an export takes from ``texts.parquet``: the three texts of each row (its passages,
+#: ``contexts``, stay in the ``texts`` view: they would make every row a page long).
+_TEXTS = [*_KEYS, "question", "reference", "response"]
+
+
+def export_batches(out_dir: Path) -> Iterator[pl.DataFrame]:
+    """:func:`export_lazy`'s rows, a slice of the scores at a time (at least one frame, empty
+    for a run without scores). Each slice reads the texts of its rows only: a filter on their
+    source and row-number range, which Parquet's statistics turn into the row groups that hold
+    them (texts are written in the scores' order, so about one group per slice)."""
+    table = export_lazy(out_dir)  # checks the files; its column order is the one written
+    order = table.collect_schema().names()
+    scores = pl.scan_parquet(out_dir / SCORES_FILE, hive_partitioning=False)
+    texts = pl.scan_parquet(out_dir / TEXTS_FILE, hive_partitioning=False).select(_TEXTS)
+    meta = pq.ParquetFile(out_dir / SCORES_FILE).metadata
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    step = int(min(max(EXPORT_BATCH_BYTES * meta.num_rows // max(size, 1), 1_000), 500_000))
+    for offset in range(0, max(meta.num_rows, 1), step):
+        batch = scores.slice(offset, step).collect()
+        ranges = batch.group_by("source").agg(
+            pl.col("row_number").min().alias("low"), pl.col("row_number").max().alias("high")
+        )
+        wanted = pl.any_horizontal(
+            pl.lit(False),
+            *((pl.col("source") == source) & pl.col("row_number").is_between(low, high)
+              for source, low, high in ranges.iter_rows()),
+        )
+        found = texts.filter(wanted).collect()
+        yield batch.join(found, on=_KEYS, how="left", maintain_order="left").select(order)
+
+
+def _schema(table: pl.DataFrame | pl.LazyFrame) -> pl.Schema:
+    return table.collect_schema() if isinstance(table, pl.LazyFrame) else table.schema
+
+
+def flatten_lists(table: FrameT) -> FrameT:
     """List columns as ``"; "``-joined strings and binary ones (``row_hash``) as hex text, for
     text formats."""
-    lists = [name for name, dtype in table.schema.items() if isinstance(dtype, pl.List)]
-    binary = [name for name, dtype in table.schema.items() if dtype == pl.Binary]
+    schema = _schema(table)
+    lists = [name for name, dtype in schema.items() if isinstance(dtype, pl.List)]
+    binary = [name for name, dtype in schema.items() if dtype == pl.Binary]
     return table.with_columns(
         *(pl.col(name).list.join(_JOIN) for name in lists),
         *(pl.col(name).bin.encode("hex") for name in binary),
@@ -79,9 +137,9 @@ def neutralized(column: str) -> pl.Expr:
     return pl.when(starts).then(pl.lit(FORMULA_ESCAPE) + cell).otherwise(cell).alias(column)
 
 
-def neutralize_formulas(table: pl.DataFrame) -> pl.DataFrame:
+def neutralize_formulas(table: FrameT) -> FrameT:
     """``table`` with every string column :func:`neutralized`; other columns unchanged."""
-    strings = [name for name, dtype in table.schema.items() if dtype == pl.String]
+    strings = [name for name, dtype in _schema(table).items() if dtype == pl.String]
     return table.with_columns(*(neutralized(name) for name in strings))
 
 
@@ -201,28 +259,32 @@ def _bool_text(flag: pl.Expr) -> pl.Expr:
     )
 
 
-def _bleu_column(table: pl.DataFrame) -> str:
+def _bleu_column(table: pl.DataFrame | pl.LazyFrame) -> str:
     """The BLEU that ``composite_accuracy`` weighed: ``bleu_matched_orders`` under the
     enhanced-framework preset (its signature says ``compat:enhanced-framework``), else ``bleu``
     (the bundled overall rules)."""
-    if "signature" not in table.columns or table.height == 0:
+    if "signature" not in _schema(table):
         return "bleu"
-    preset = table["signature"].str.contains("|compat:enhanced-framework", literal=True)
-    return "bleu_matched_orders" if preset.all() else "bleu"
+    preset = pl.col("signature").str.contains("|compat:enhanced-framework", literal=True)
+    rows, every = table.lazy().select(pl.len(), preset.all()).collect().row(0)
+    return "bleu_matched_orders" if rows and every else "bleu"
 
 
-def enhanced_framework_table(table: pl.DataFrame, *, neutralize: bool = True) -> pl.DataFrame:
+def enhanced_framework_table(
+    table: FrameT, *, neutralize: bool = True, bleu: str | None = None
+) -> FrameT:
     """The enhanced framework's 51 columns as text cells, from :func:`export_table`'s table.
 
     The columns are named ``c0``..``c50`` (a frame cannot repeat a name; the writer writes the
-    framework's names, :data:`ENHANCED_FRAMEWORK_COLUMNS`). With ``neutralize``, the text and
-    list cells get the :func:`neutralized` rule; numbers and booleans are left alone (a
-    negative number starts with ``-``).
+    framework's names, :data:`ENHANCED_FRAMEWORK_COLUMNS`). ``bleu``: the BLEU column (default:
+    :func:`_bleu_column` of ``table``; a slice of a run is given the whole run's). With
+    ``neutralize``, the text and list cells get the :func:`neutralized` rule; numbers and
+    booleans are left alone (a negative number starts with ``-``).
     """
-    bleu = _bleu_column(table)
+    bleu = _bleu_column(table) if bleu is None else bleu
     layout = ENHANCED_FRAMEWORK_COLUMNS
     sources = [bleu if column == "{bleu}" else column for _, column, _ in layout]
-    missing = sorted({c for c in sources if c not in table.columns})
+    missing = sorted({c for c in sources if c not in _schema(table)})
     if missing:
         raise InputError(
             "the enhanced-framework layout needs the column(s) "
@@ -248,12 +310,21 @@ def write_enhanced_framework(table: pl.DataFrame, target: Path) -> None:
     """``table`` (:func:`enhanced_framework_table`) as the framework's TSV: its header, tab
     separated, fields quoted only when they hold a tab, a quote or a newline (pandas'
     ``to_csv(sep="\\t", index=False)``), lines ending in ``\\n``."""
-    header = "\t".join(name for name, _, _ in ENHANCED_FRAMEWORK_COLUMNS) + "\n"
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        handle.write(ENHANCED_FRAMEWORK_HEADER)
+        handle.write(enhanced_framework_lines(table))
+
+
+#: The first line of the framework's TSV.
+ENHANCED_FRAMEWORK_HEADER = "\t".join(name for name, _, _ in ENHANCED_FRAMEWORK_COLUMNS) + "\n"
+
+
+def enhanced_framework_lines(table: pl.DataFrame) -> str:
+    """The lines of :func:`write_enhanced_framework` below its header, each ending in ``\\n``."""
     lines = table.select(
         pl.concat_str([_csv_field(pl.col(name)) for name in table.columns], separator="\t")
     ).to_series()
-    body = "".join(line + "\n" for line in lines)
-    target.write_text(header + body, encoding="utf-8", newline="")
+    return "".join(line + "\n" for line in lines)
 
 
 def _csv_field(cell: pl.Expr) -> pl.Expr:
@@ -285,19 +356,38 @@ def export(
         raise InputError(f"unknown export layout {layout!r}; use one of {', '.join(LAYOUTS)}")
     if layout == "enhanced-framework" and fmt != "tsv":
         raise InputError("the enhanced-framework layout is a TSV: use --format tsv")
-    table = export_table(out_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    check_output_file(target)
+    table = export_lazy(out_dir)
     if layout == "enhanced-framework":
-        cells = enhanced_framework_table(table, neutralize=neutralize)
-        with atomic_path(target) as tmp:
-            write_enhanced_framework(cells, tmp)
-        return table.height
+        bleu = _bleu_column(table)
+        enhanced_framework_table(table, neutralize=neutralize, bleu=bleu)  # columns checked
+    rows = 0
     with atomic_path(target) as tmp:
         if fmt == "parquet":
-            table.write_parquet(tmp)
-        else:
-            text = flatten_lists(table)
-            if neutralize:
-                text = neutralize_formulas(text)
-            text.write_csv(tmp, separator="\t" if fmt == "tsv" else ",")
-    return table.height
+            writer: pq.ParquetWriter | None = None
+            try:
+                for batch in export_batches(out_dir):
+                    arrow = batch.to_arrow()
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, arrow.schema, compression="zstd")
+                    writer.write_table(arrow.cast(writer.schema))
+                    rows += batch.height
+            finally:
+                if writer is not None:
+                    writer.close()
+            return rows
+        with open(tmp, "wb") as handle:
+            if layout == "enhanced-framework":
+                handle.write(ENHANCED_FRAMEWORK_HEADER.encode())
+            for index, batch in enumerate(export_batches(out_dir)):
+                rows += batch.height
+                if layout == "enhanced-framework":
+                    cells = enhanced_framework_table(batch, neutralize=neutralize, bleu=bleu)
+                    handle.write(enhanced_framework_lines(cells).encode())
+                    continue
+                text = flatten_lists(batch)
+                if neutralize:
+                    text = neutralize_formulas(text)
+                text.write_csv(handle, separator="\t" if fmt == "tsv" else ",",
+                               include_header=index == 0)
+    return rows

@@ -60,6 +60,8 @@ from pipeline.io.layout import (
     RUN_PARTITION,
     SCORES_DIR,
     SCORES_FILE,
+    TEXTS_DIR,
+    TEXTS_FILE,
 )
 from pipeline.io.partitioned import partitions_sql
 from pipeline.io.sql import sql_literal
@@ -83,7 +85,7 @@ OPTIONAL_FILES: dict[str, str] = {
 }
 #: Table macros the staging views read (defined by :func:`_source_macros`).
 SOURCE_MACROS: tuple[str, ...] = (
-    "scores_file", "rejected_file", *OPTIONAL_FILES, "manifests_file",
+    "scores_file", "rejected_file", "texts_file", *OPTIONAL_FILES, "manifests_file",
 )
 #: Columns of the manifests the ``runs`` view lists (JSON type names of DuckDB's read_json).
 _MANIFEST_COLUMNS = (
@@ -629,6 +631,8 @@ def _source_macros(out_dir: Path, runs: StoreRuns | None = None) -> dict[str, st
             "manifests_file": "select * from (select cast(null as varchar) as run_id) where false",
             "scores_file": _flat(out_dir / SCORES_FILE),
             "rejected_file": _flat(out_dir / REJECTED_FILE),
+            "texts_file": _flat(out_dir / TEXTS_FILE) if (out_dir / TEXTS_FILE).is_file()
+            else empty,
         }
         for macro, name in OPTIONAL_FILES.items():
             path = out_dir / name
@@ -670,6 +674,11 @@ def _source_macros(out_dir: Path, runs: StoreRuns | None = None) -> dict[str, st
             return hive(having, name) if having else empty
         return sql_of
 
+    def texts(run_ids: Sequence[str]) -> str:
+        having = [r for r in run_ids
+                  if any((out_dir / f"{_RUN}={r}" / TEXTS_DIR).glob("*.parquet"))]
+        return hive(having, f"{TEXTS_DIR}/*.parquet") if having else empty
+
     manifests = "[" + ", ".join(
         _literal(f"{root}/{_RUN}={r}/{_MANIFEST}") for r in ids
     ) + "]"
@@ -684,6 +693,7 @@ def _source_macros(out_dir: Path, runs: StoreRuns | None = None) -> dict[str, st
                                                           "*.parquet"))
         ),
         "rejected_file": pick(lambda run_ids: hive(run_ids, f"{REJECTED_DIR}/*.parquet")),
+        "texts_file": pick(texts),
     }
     for macro, name in OPTIONAL_FILES.items():
         macros[macro] = pick(optional(name))

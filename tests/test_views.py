@@ -25,6 +25,7 @@ from oracles import citation_prf
 
 from pipeline import drivers
 from pipeline.config import Config
+from pipeline.io.layout import TEXTS_FILE
 from pipeline.metrics.registry import REGISTRY
 from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, InputError
 from pipeline.scoring import score_frame
@@ -45,7 +46,7 @@ from pipeline.views import (
 )
 
 VIEWS = load_views(default_queries_dir())
-STAGING = {"scores", "rejected", "intervals", "model_comparison", "runs"}
+STAGING = {"scores", "rejected", "texts", "intervals", "model_comparison", "runs"}
 
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
@@ -119,8 +120,16 @@ def rejected_frame() -> pl.DataFrame:
 
 def write_outputs(out_dir: Path, scores: pl.DataFrame | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (scores_frame() if scores is None else scores).write_parquet(out_dir / SCORES_FILE)
+    scores = scores_frame() if scores is None else scores
+    scores.write_parquet(out_dir / SCORES_FILE)
     rejected_frame().write_parquet(out_dir / REJECTED_FILE)
+    scores.select(
+        "source", "row_number", "id", "model", "run", "category", "noise_level",
+        "question_type", "task",
+        pl.concat_str(pl.lit("question "), pl.col("id")).alias("question"),
+        pl.lit("Paris").alias("reference"), pl.lit("Paris [1].").alias("response"),
+        pl.concat_list(pl.lit("Paris is the capital."), pl.col("id")).alias("contexts"),
+    ).write_parquet(out_dir / TEXTS_FILE)
     write_stats(out_dir, resamples=50, seed=0)
     return out_dir
 
@@ -270,7 +279,7 @@ def assert_build_fails(built: Path, queries: Path, pattern: str) -> None:
     with pytest.raises(ViewBuildError, match=pattern):
         build_views(built, queries)
     assert digest(built / DB_FILE) == before
-    expected = [DB_FILE, SCORES_FILE, REJECTED_FILE, *OPTIONAL_FILES.values()]
+    expected = [DB_FILE, SCORES_FILE, REJECTED_FILE, TEXTS_FILE, *OPTIONAL_FILES.values()]
     assert sorted(p.name for p in built.iterdir()) == sorted(expected)
     assert run_query(built, "select count(*) as n from headline").item() == 4
 
@@ -691,3 +700,14 @@ def test_stats_views_are_empty_without_their_files(tmp_path: Path) -> None:
     assert run_query(directory, "select count(*) from model_comparison").item() == 0
     ci = run_query(directory, "select * from headline_ci order by model")
     assert ci.height == 4 and ci["answer_f1_low"].null_count() == 4
+
+
+def test_texts_view_joins_the_scores_and_keeps_the_passages(out_dir: Path) -> None:
+    rows = run_query(out_dir, (
+        "select s.id, s.model, t.question, t.contexts, t.contexts[2] as second "
+        "from scores s join texts t using (source, row_number) order by s.source, s.row_number"
+    ))
+    scores = pl.read_parquet(out_dir / SCORES_FILE)
+    assert rows.height == scores.height
+    assert rows["question"].to_list() == [f"question {i}" for i in scores["id"].to_list()]
+    assert rows["second"].to_list() == scores["id"].to_list()

@@ -23,8 +23,12 @@ DERIVED_FILES: tuple[str, ...] = (INTERVALS_FILE, COMPARISONS_FILE, DATABASE_FIL
 #: Further files written of a run into its directory (an HTML report, a comparison), one path
 #: relative to the directory per line: the next run into the directory removes them.
 EXTRA_OUTPUTS_FILE = ".rag-eval-outputs"
-#: Columns of ``texts.parquet``.
-TEXT_COLUMNS: tuple[str, ...] = ("source", "row_number", "id", "question", "reference", "response")
+#: Columns of ``texts.parquet``: the key of a scored row, its identifying columns, its texts
+#: and the passages it was given (``contexts``), for the ``texts`` view, exports and reports.
+TEXT_COLUMNS: tuple[str, ...] = (
+    "source", "row_number", "id", "model", "run", "category", "noise_level", "question_type",
+    "task", "question", "reference", "response", "contexts",
+)
 
 # A results store (pipeline.store): STORE/eval_run=<RUN>/{scores/model=<M>/, rejected/, texts/,
 # manifest.json, statistics}, runs being written under _staging/, failed runs under _failed/.

@@ -47,16 +47,39 @@ def writer_options(schema: pa.Schema) -> dict[str, Any]:
         name for name in names
         if name in SEQUENTIAL_COLUMNS and pa.types.is_integer(schema.field(name).type)
     ]
+    leaves = {name: _leaf_paths(name, schema.field(name).type) for name in names}
     return {
+        # pyarrow keys these by leaf path: a list column's values are "name.list.element" (a
+        # top-level name alone would leave them uncompressed).
         "compression": {
-            name: "none" if name in RANDOM_BYTES_COLUMNS else "zstd" for name in names
+            leaf: "none" if name in RANDOM_BYTES_COLUMNS else "zstd"
+            for name in names for leaf in leaves[name]
         },
         "use_dictionary": [
-            name for name in names if name not in DISTINCT_COLUMNS and name not in sequential
+            leaf for name in names if name not in DISTINCT_COLUMNS and name not in sequential
+            for leaf in leaves[name]
         ],
-        "write_statistics": [name for name in names if name not in DISTINCT_COLUMNS],
+        "write_statistics": [
+            leaf for name in names if name not in DISTINCT_COLUMNS for leaf in leaves[name]
+        ],
         "column_encoding": dict.fromkeys(sequential, "DELTA_BINARY_PACKED"),
     }
+
+
+def _leaf_paths(name: str, dtype: pa.DataType) -> list[str]:
+    """The Parquet leaf column paths of a top-level column (``contexts.list.element``).
+
+    >>> _leaf_paths("contexts", pa.list_(pa.string()))
+    ['contexts.list.element']
+    >>> _leaf_paths("answer_groups", pa.list_(pa.list_(pa.string())))
+    ['answer_groups.list.element.list.element']
+    """
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _leaf_paths(f"{name}.list.element", dtype.value_type)
+    if pa.types.is_struct(dtype):
+        return [leaf for field in dtype for leaf in _leaf_paths(f"{name}.{field.name}",
+                                                                field.type)]
+    return [name]
 
 
 def parquet_writer(path: Any, schema: pa.Schema) -> pq.ParquetWriter:
