@@ -75,7 +75,9 @@ def change_one_percent(path: Path) -> int:
 # --- incremental ---------------------------------------------------------------------------------
 
 
-def test_rerun_scores_nothing_and_changed_rows_only(records: Path, tmp_path: Path) -> None:
+def test_rerun_scores_nothing_and_changed_rows_only(
+    records: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = tmp_path / "store"
     first = evaluate_to_store([records], store, CONFIG, run_id="day1", stats=False)
     assert (first.n_scored, first.n_reused, first.reused_from) == (1650, 0, None)
@@ -86,8 +88,13 @@ def test_rerun_scores_nothing_and_changed_rows_only(records: Path, tmp_path: Pat
 
     n_changed = change_one_percent(records)
     assert n_changed == 17
+    caplog.clear()
     third = evaluate_to_store([records], store, CONFIG, run_id="day3", stats=False)
     assert (third.n_scored, third.n_reused) == (17, 1633)
+    # ... and says why its values move on unchanged rows (a warning: shown by default).
+    said = [r for r in caplog.records if r.levelname == "WARNING" and "recomputed" in r.message]
+    assert said and "tfidf_relevance" in said[0].message
+    assert "document frequencies count every question" in said[0].message
     # Reused rows included, the run equals a fresh run on the changed file: the corpus-level
     # tfidf_relevance of reused rows was recomputed because the corpus changed.
     fresh = flat_scores(records, tmp_path / "flat")

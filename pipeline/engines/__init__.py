@@ -29,6 +29,13 @@ from pipeline.metrics.spec import MetricSpec
 from pipeline.schema import ROW_COLUMN, SOURCE_COLUMN
 from pipeline.validate import KEY
 
+#: Said when an incremental run recomputes corpus-dependent metrics on rows it reuses.
+STALE_NOTE = (
+    "%s recomputed on the reused rows too: its document frequencies count every question and "
+    "response of the run, and the run's texts changed, so its values move on unchanged rows "
+    "(docs/metrics.md, tfidf_relevance)"
+)
+
 
 def duplicate_rows_sql(records: str) -> str:
     """The duplicate-key rule as one SQL text that both engines run (DuckDB locally, Spark SQL

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
-from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
+from pipeline.engines import STALE_NOTE, EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.parquet_options import parquet_writer
@@ -339,7 +339,7 @@ def _score_records(
         earlier = _OrderedScores(split.reused, rows_per_batch, split.positions)
         stale = () if scorer.stats.digest() == previous_corpus else corpus_dependent(specs)
         if stale:
-            log.info("corpus statistics changed: recomputing %s on reused rows", ", ".join(stale))
+            log.warning(STALE_NOTE, ", ".join(stale))
     n_scored = n_reused = 0
     # The next batch is read while this one is scored; scores are written (in order) meanwhile.
     with BackgroundWriter() as background:

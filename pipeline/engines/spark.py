@@ -57,7 +57,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
-from pipeline.engines import EngineRun, duplicate_rows_sql, first_scored_rows_sql
+from pipeline.engines import STALE_NOTE, EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.layout import (
     MODEL_NAME_COLUMN,
     MODEL_PARTITION,
@@ -512,8 +512,7 @@ def _run(
             to_score, reused = _split_incremental(spark, to_score, previous_run, scorer)
             stale = () if stats.digest() == previous_corpus else corpus_dependent(scorer.specs)
             if stale:
-                log.info("corpus statistics changed: recomputing %s on reused rows",
-                         ", ".join(stale))
+                log.warning(STALE_NOTE, ", ".join(stale))
             reused = reused.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(reused)
             n_reused = reused.count()
