@@ -312,8 +312,10 @@ class Config:
     #: ``[lexical] rouge_tokenizer`` (:data:`ROUGE_TOKENIZERS`); "" is ``auto`` (a preset:
     #: ``rouge-score``).
     rouge_tokenizer: str = ""
-    #: ``minilm`` (default), ``hashed`` or ``sentence-transformers:<name or local path>``.
-    embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
+    #: ``minilm`` (default), ``hashed`` or ``sentence-transformers:<name or local path>``; left
+    #: out (""), ``minilm``, or ``minilm-f32`` under preset ``enhanced-framework``: a backend
+    #: given explicitly, ``minilm`` included, beats the preset's.
+    embedding_backend: str = ""
     embedding_batch_size: int = DEFAULT_EMBEDDING_BATCH_SIZE
     embedding_batch_tokens: int = DEFAULT_EMBEDDING_BATCH_TOKENS
     #: ``auto`` (CUDA when available), ``cpu`` or ``cuda``; never part of the signature (CPU
@@ -358,19 +360,24 @@ class Config:
         if unknown:
             raise ConfigError(
                 f"the column mapping ([columns] or --column) names unknown canonical column(s) "
-                f"{unknown}; known: {', '.join(RECORD_SCHEMA)}"
+                f"{unknown}{did_you_mean(unknown[0], RECORD_SCHEMA)}; known: "
+                f"{', '.join(RECORD_SCHEMA)}"
             )
         empty = sorted(name for name, source in self.columns.items() if not source)
         if empty:
             raise ConfigError(f"the column mapping gives no file column for {empty}")
         self._check_labels()
-        if self.compat_preset and self.abstention_phrases == DEFAULT_ABSTENTION_PHRASES:
+        # A preset replaces the settings left out, never one given: "left out" is the default
+        # object itself (a list read from a file is another object, even when equal to it).
+        if self.compat_preset and self.abstention_phrases is DEFAULT_ABSTENTION_PHRASES:
             object.__setattr__(self, "abstention_phrases", ENGLISH_ABSTENTION_PHRASES)
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
-        if (self.compat_preset == "enhanced-framework"
-                and self.embedding_backend == DEFAULT_EMBEDDING_BACKEND):
-            object.__setattr__(self, "embedding_backend", ENHANCED_FRAMEWORK_EMBEDDING_BACKEND)
+        if not self.embedding_backend:
+            backend = (ENHANCED_FRAMEWORK_EMBEDDING_BACKEND
+                       if self.compat_preset == "enhanced-framework"
+                       else DEFAULT_EMBEDDING_BACKEND)
+            object.__setattr__(self, "embedding_backend", backend)
         if math.isnan(self.tau_sim):
             object.__setattr__(
                 self, "tau_sim", BACKEND_TAU_SIM.get(self.embedding_backend, DEFAULT_TAU_SIM)
@@ -458,15 +465,16 @@ class Config:
                     raise ConfigError(f"{path}: the {column} label must be a non-empty text")
 
     def _use_rgb_app_lists(self) -> None:
-        """Preset ``rgb-app``: the RGB lists still at their defaults become the app's own (lists
-        set in ``[rgb]`` are kept); the signature's RGB digest then names the app's lists."""
+        """Preset ``rgb-app``: the RGB lists left out become the app's own (lists set in
+        ``[rgb]`` are kept, even when equal to the defaults); the signature's RGB digest then
+        names the app's lists."""
         for name, default, app in (
             ("rgb_primary_rejections", DEFAULT_PRIMARY_REJECTIONS, RGB_APP_PRIMARY_REJECTIONS),
             ("rgb_secondary_rejections", DEFAULT_SECONDARY_REJECTIONS,
              RGB_APP_SECONDARY_REJECTIONS),
             ("rgb_error_keywords", DEFAULT_ERROR_KEYWORDS, RGB_APP_ERROR_KEYWORDS),
         ):
-            if tuple(getattr(self, name)) == default:
+            if getattr(self, name) is default:  # left out (see __post_init__)
                 object.__setattr__(self, name, app)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -658,15 +666,22 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     if path is not None:
         path = Path(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(path.read_bytes().decode("utf-8"))
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {path}") from exc
+        except IsADirectoryError as exc:
+            raise ConfigError(f"{path}: is a directory, not a config file") from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); TOML is UTF-8") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
         for name in sorted(set(data) - _SECTIONS):
+            what = f"section [{name}]" if isinstance(data[name], dict) else f"key {name!r}"
             raise ConfigError(
-                f"{path}: unknown section [{name}]{did_you_mean(name, _SECTIONS)}; known: "
-                f"{', '.join(sorted(_SECTIONS))}"
+                f"{path}: unknown {what}{did_you_mean(name, _SECTIONS)}; the config holds the "
+                f"sections {', '.join(sorted(_SECTIONS))}"
             )
         values.update(_parse_sections(data, path))
     columns = overrides.pop("columns", None)
@@ -688,7 +703,14 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     columns = data.get("columns", {})
-    if not isinstance(columns, dict) or not all(isinstance(v, str) for v in columns.values()):
+    if not isinstance(columns, dict):
+        raise ConfigError(f"{path}: [columns] must be a table")
+    for key in sorted(set(columns) - set(RECORD_SCHEMA)):
+        raise ConfigError(
+            f"{path}: unknown key {key!r} in [columns]{did_you_mean(key, RECORD_SCHEMA)}: a key "
+            f"is a canonical column, one of {', '.join(RECORD_SCHEMA)}"
+        )
+    if not all(isinstance(v, str) for v in columns.values()):
         raise ConfigError(f"{path}: [columns] must map canonical names to strings")
     if columns:
         values["columns"] = columns
@@ -772,7 +794,7 @@ def _user_metric(path: Path, name: str, table: Mapping[str, Any]) -> UserMetricD
     bounds: dict[str, Any] = {}
     for key in ("lower", "upper"):
         if key in table:
-            bounds[key] = float(_typed(path, f"{where} {key}", table[key], (int, float)))
+            bounds[key] = _number(path, f"{where} {key}", table[key])
     direction = table.get("higher_is_better")
     if direction is not None:
         direction = _typed(path, f"{where} higher_is_better", direction, bool)
@@ -806,10 +828,32 @@ def _typed(path: Path, where: str, value: Any, kind: type | tuple[type, ...]) ->
     return value
 
 
+def _number(path: Path, where: str, value: Any) -> float:
+    """``value`` as a float if it is a finite TOML number (``nan`` and ``inf`` are refused: a
+    NaN threshold would silently stand for the default, an infinite one for never)."""
+    number = float(_typed(path, where, value, (int, float)))
+    if not math.isfinite(number):
+        raise ConfigError(f"{path}: {where} must be a finite number, got {value!r}")
+    return number
+
+
 def _file(path: Path, value: str) -> Path:
     """A path from the config file: ``~`` expanded, relative paths taken from the file's folder."""
     candidate = Path(value).expanduser()
     return candidate if candidate.is_absolute() else path.parent / candidate
+
+
+def _check_text_file(path: Path, where: str, file: Path) -> None:
+    """Raise ConfigError unless ``file`` can be read as UTF-8 text (read here, once, so that a
+    bad list fails before any work rather than deep inside a run)."""
+    try:
+        file.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: {where} file {file}: cannot read it: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: {where} file {file} is not UTF-8 text (byte {exc.start})"
+        ) from exc
 
 
 def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
@@ -829,6 +873,7 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
             file = _file(path, _typed(path, f"[keywords] {key}", keywords[key], str))
             if not file.is_file():
                 raise ConfigError(f"{path}: [keywords] {key} file not found: {file}")
+            _check_text_file(path, f"[keywords] {key}", file)
             values[f"{key}_file"] = file
 
     embedding = _section(
@@ -883,7 +928,7 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
     grounding = _section(data, "grounding", {"tau_sim", "rule", "tau_lex"}, path)
     for key in ("tau_sim", "tau_lex"):
         if key in grounding:
-            values[key] = float(_typed(path, f"[grounding] {key}", grounding[key], (int, float)))
+            values[key] = _number(path, f"[grounding] {key}", grounding[key])
     if "rule" in grounding:
         values["grounding_rule"] = _typed(path, "[grounding] rule", grounding["rule"], str)
     return values

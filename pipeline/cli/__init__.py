@@ -2,50 +2,77 @@
 ``ingest-rgb``, ``stats``, ``compare``, ``report`` and ``metrics``, one module each (its
 arguments and its ``run``), over the Python API (:mod:`pipeline.api`).
 
-Exit codes: 0 success; 1 ``evaluate`` scored no row or rejected more than ``--max-rejected``
-of them (its outputs are written), ``validate`` found rows that would be rejected, or
-``ingest-rgb`` set output rows aside; 2 bad input, bad configuration, an output path that cannot
-be written or a failing query (one line that says which file and why); 3 ``compare``'s
-regression gate failed; 4 internal error (logged with its traceback); 5 a results store is
-locked by another run.
+Exit codes (the table of README.md, "Exit codes"):
+
+* 0 success (a stdout whose reader goes away, ``| head``, changes no code: the command
+  finishes its work and exits as it would have);
+* 1 ``evaluate`` scored no row or rejected more than ``--max-rejected`` of them (its outputs
+  are written), ``validate`` found rows that would be rejected, or ``ingest-rgb`` set output
+  rows aside;
+* 2 a user or environment error: bad input, bad configuration or option, a failing query, an
+  output path that cannot be written, a full disk or file-size limit (one line that names the
+  file, path or key and the cause);
+* 3 ``compare``'s regression gate failed;
+* 4 internal error, a bug (logged with its traceback);
+* 5 a results store is locked by another run;
+* 130 interrupted (Ctrl-C): one line; earlier outputs are whole, temporary files removed.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
+from pipeline.cli._guard import EARLY, deferred_interrupts
 
-from pipeline import __version__
-from pipeline.cli import (
-    checkout,
-    compare,
-    evaluate,
-    export,
-    ingest_rgb,
-    metrics,
-    query,
-    report,
-    stats,
-    validate,
-)
-from pipeline.cli.common import (  # noqa: F401 - the exit codes are re-exported
-    EXIT_BUSY,
-    EXIT_ERROR,
-    EXIT_GATE,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_REJECTED,
-    HelpFormatter,
-    log,
-)
-from pipeline.config import ConfigError
-from pipeline.embed.backends import EmbeddingBackendError
-from pipeline.io.atomic import OutputPathError
-from pipeline.logs import LOG_FORMATS, configure_logging
-from pipeline.metrics.registry import UnknownMetricError
-from pipeline.schema import InputError
-from pipeline.store import StoreBusyError
+with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a traceback
+    import _thread
+    import argparse
+    import contextlib
+    import os
+    import signal
+    import sys
+    import threading
+    from collections.abc import Iterator, Sequence
+    from typing import Any
+
+    from polars.exceptions import PanicException
+
+    from pipeline import __version__
+    from pipeline.cli import (
+        checkout,
+        compare,
+        evaluate,
+        export,
+        ingest_rgb,
+        metrics,
+        query,
+        report,
+        stats,
+        validate,
+    )
+    from pipeline.cli.common import (  # noqa: F401 - the exit codes are re-exported
+        EXIT_BUSY,
+        EXIT_ERROR,
+        EXIT_GATE,
+        EXIT_INTERNAL,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_REJECTED,
+        HelpFormatter,
+        environment_error,
+        flush_standard_streams,
+        interrupted,
+        log,
+        output_target,
+        print_error,
+        remove_leftovers,
+        tolerate_closed_stdout,
+    )
+    from pipeline.config import ConfigError
+    from pipeline.embed.backends import EmbeddingBackendError
+    from pipeline.io.atomic import OutputPathError
+    from pipeline.logs import LOG_FORMATS, configure_logging
+    from pipeline.metrics.registry import UnknownMetricError
+    from pipeline.schema import InputError
+    from pipeline.store import StoreBusyError
 
 #: The commands in the order ``--help`` lists them.
 COMMANDS = (evaluate, validate, query, checkout, export, ingest_rgb, stats, compare, report,
@@ -82,21 +109,86 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code (the table in the module docstring).
+
+    Ctrl-C anywhere (SIGINT) ends the command with one line and 130, once the main thread's
+    cleanup has run; an interrupt that Python would drop (raised inside a finalizer) is raised
+    again on the main thread. Run as the program (``argv`` None), the process then ends with
+    ``os._exit``, so that a background thread or a native pool still working can neither hold
+    the interpreter's shutdown nor abort it (exit 134)."""
+    with tolerate_closed_stdout(), interrupts_kept():
+        try:
+            if EARLY:  # Ctrl-C while the modules were imported
+                raise KeyboardInterrupt
+            return _main(argv)
+        except KeyboardInterrupt:
+            code = _interrupted(restore=argv is not None)
+    if argv is None:
+        flush_standard_streams()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(verbosity=args.verbose, fmt=args.log_format)
     command = next(module for module in COMMANDS if args.command == module.NAME)
     try:
+        remove_leftovers(args)
         return command.run(args)
     except StoreBusyError as exc:
         log.error("%s", exc)
         return EXIT_BUSY
     except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError,
             OutputPathError) as exc:
-        if args.log_format == "json":
-            log.error("%s", exc)
-        else:
-            print(f"error: {exc}", file=sys.stderr)
+        if interrupted(exc):  # a DuckDB interrupt wrapped as a view that failed to build
+            raise KeyboardInterrupt from exc
+        # a write that did not fit is told as such, not as the step it stopped
+        print_error(args, environment_error(exc, output_target(args), writes_only=True)
+                    or str(exc))
         return EXIT_ERROR
-    except Exception:  # a bug or an environment failure: a distinct code for schedulers
+    except (Exception, PanicException) as exc:  # a Rust panic is no Exception
+        if interrupted(exc):  # DuckDB turns Ctrl-C into its own exception
+            raise KeyboardInterrupt from exc
+        problem = environment_error(exc, output_target(args))
+        if problem is not None:  # a full disk, a file-size limit, a path that is a directory
+            print_error(args, problem)
+            return EXIT_ERROR
+        # a bug: a distinct code for schedulers
         log.exception("internal error (please report it with this traceback)")
         return EXIT_INTERNAL
+
+
+def _interrupted(*, restore: bool) -> int:
+    """One line for an interrupt (Ctrl-C, SIGINT); the code 128 + SIGINT. Further interrupts
+    are ignored from here on (until the end, unless ``restore``), so that they cannot break
+    the line or the exit."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    EARLY.clear()
+    with contextlib.suppress(Exception):
+        print("interrupted: stopped before the command finished; earlier outputs are as they "
+              "were and this command's temporary files are removed", file=sys.stderr)
+    if restore and previous is not None:
+        signal.signal(signal.SIGINT, previous)
+    return EXIT_INTERRUPTED
+
+
+@contextlib.contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Meanwhile, a ``KeyboardInterrupt`` raised where Python can only report it as
+    "Exception ignored" (a generator or object finalized during the cleanup of a thread's
+    queue, say) is raised again on the main thread instead of being lost."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _thread.interrupt_main()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous

@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
+import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+import duckdb
 import polars as pl
 from tqdm import tqdm
 
 from pipeline.config import Config, ConfigError, load_config
 from pipeline.drivers import rejection_reasons
+from pipeline.io.atomic import public_path, remove_stale
 from pipeline.io.readers import record_count
 from pipeline.metrics.user import load_plugins
 from pipeline.metrics.user import resolve as resolve_metrics
@@ -32,6 +37,8 @@ EXIT_ERROR = 2
 EXIT_GATE = 3
 EXIT_INTERNAL = 4
 EXIT_BUSY = 5
+#: 128 + SIGINT, as a shell reports a process ended by Ctrl-C.
+EXIT_INTERRUPTED = 130
 #: Kinds of rejection reason the line of an ``evaluate`` run lists, most rows first.
 TOP_REASONS = 5
 
@@ -91,6 +98,29 @@ class Label(argparse.Action):
         namespace.labels = labels
 
 
+def finite(text: str) -> float:
+    """A finite number (NaN and infinities refused).
+
+    >>> finite("0.5"), finite("1e3")
+    (0.5, 1000.0)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A finite number of seconds, 0 or more."""
+    value = finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text!r}")
+    return value
+
+
 def non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -118,7 +148,7 @@ def fraction(text: str) -> float:
 def add_stats_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resamples", type=non_negative, default=DEFAULT_RESAMPLES,
                    help=f"bootstrap resamples (default {DEFAULT_RESAMPLES}; 0: no intervals)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+    p.add_argument("--seed", type=non_negative, default=DEFAULT_SEED,
                    help=f"seed of the resampling (default {DEFAULT_SEED})")
 
 
@@ -222,6 +252,183 @@ def input_rows(args: argparse.Namespace) -> int | None:
     if args.pair or any(count is None for count in counts):
         return None
     return sum(count for count in counts if count is not None)
+
+
+# --- failures of the environment, interrupts, leftovers and a closed stdout ----------------------
+
+#: ``errno`` values that describe the machine or the paths given, not a bug: exit 2.
+ENVIRONMENT_ERRNOS = frozenset({
+    errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+    errno.EISDIR, errno.ENOTDIR, errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EMFILE,
+    errno.ENFILE, errno.ENAMETOOLONG, errno.ELOOP, errno.EIO, errno.ENOMEM, errno.ESTALE,
+    errno.ETXTBSY, errno.EBUSY, errno.EXDEV,
+})
+#: Those that say a write did not fit: the message names the output the command writes.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS})
+#: How Rust (polars) and DuckDB report an operating-system error in their messages.
+_OS_ERROR_CODE = re.compile(r"\(os error (\d+)\)")
+_QUOTED_FILE = re.compile(r'file "([^"]+)"')
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, once each."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _os_error(exc: BaseException) -> tuple[int, str | None] | None:
+    """The environment ``errno`` of ``exc`` and the path it names, if it has one: an
+    ``OSError``, or a library error whose message carries the operating system's text."""
+    if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+        filename = exc.filename
+        return exc.errno, None if filename is None else os.fsdecode(filename)
+    text = str(exc)
+    found = _OS_ERROR_CODE.search(text)
+    code = int(found[1]) if found else next(
+        (code for code in sorted(ENVIRONMENT_ERRNOS) if os.strerror(code) in text), None
+    )
+    if code is None or code not in ENVIRONMENT_ERRNOS:
+        return None
+    quoted = _QUOTED_FILE.search(text)
+    return code, quoted[1] if quoted else None
+
+
+def environment_error(
+    exc: BaseException, target: Path | None, *, writes_only: bool = False
+) -> str | None:
+    """One line for an exception caused by the environment (a full disk, a file-size limit,
+    a path that is a directory, a missing permission), naming the path and the cause; None
+    for anything else (a bug). ``target``: what the command writes, named when the error
+    gives no path; ``writes_only``: only a write that did not fit (a full disk, a quota, a
+    file-size limit, a read-only file system).
+
+    >>> environment_error(OSError(28, "No space left on device"), Path("out"))
+    'cannot write out: No space left on device'
+    >>> environment_error(IsADirectoryError(21, "Is a directory", "cfg"), None)
+    'cfg: Is a directory'
+    >>> environment_error(ValueError("a bug"), None) is None
+    True
+    """
+    for link in _chain(exc):
+        found = _os_error(link)
+        if found is None:
+            continue
+        code, path = found
+        if writes_only and code not in _WRITE_ERRNOS:
+            continue
+        cause = os.strerror(code)
+        if path is not None:
+            return f"{public_path(path)}: {cause}"
+        if target is not None and code in _WRITE_ERRNOS:
+            return f"cannot write {target}: {cause}"
+        return f"{target}: {cause}" if target is not None else cause
+    return None
+
+
+def interrupted(exc: BaseException) -> bool:
+    """True when ``exc`` stands for an interrupt: DuckDB takes the ``KeyboardInterrupt`` of a
+    SIGINT during a query and raises ``RuntimeError("Query interrupted")`` (or its
+    ``InterruptException``) instead."""
+    return any(
+        isinstance(link, (KeyboardInterrupt, duckdb.InterruptException))
+        or (isinstance(link, RuntimeError) and str(link) == "Query interrupted")
+        for link in _chain(exc)
+    )
+
+
+def output_target(args: argparse.Namespace) -> Path | None:
+    """What the command writes (named in an error that gives no path), if anything."""
+    for name in ("out", "store"):
+        value = getattr(args, name, None)
+        if isinstance(value, Path):
+            return value
+    if args.command == "export":
+        return Path(args.dir) / f"export.{args.format}"
+    directory = getattr(args, "dir", None)
+    return directory if isinstance(directory, Path) and args.command == "stats" else None
+
+
+def remove_leftovers(args: argparse.Namespace) -> list[Path]:
+    """Remove the temporary files that killed processes left in the directories this command
+    writes into (:func:`pipeline.io.atomic.remove_stale`); ``evaluate`` and the store do it
+    for their own directories."""
+    directories: list[Path] = []
+    target = output_target(args)
+    if args.command in ("export", "report", "ingest-rgb") and target is not None:
+        directories.append(target.parent)
+    elif args.command in ("checkout", "compare", "stats") and target is not None:
+        directories.append(target)
+    if args.command == "compare" and args.out is None:
+        directories.append(Path(args.run_b) / "compare")
+    report = getattr(args, "report", None)
+    if args.command == "evaluate" and isinstance(report, Path):
+        directories.append(report.parent)
+    removed: list[Path] = []
+    for directory in directories:
+        removed += remove_stale(directory)
+    return removed
+
+
+class _ClosedPipeTolerant:
+    """``sys.stdout`` that survives its reader going away (``rag-eval ... | head``): after
+    the first ``BrokenPipeError`` the rest of the output goes to ``os.devnull`` (the recipe of
+    Python's ``signal`` documentation, "Note on SIGPIPE"), so the command still finishes its
+    work and exits with its own code."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._closed = False
+
+    def write(self, text: str) -> int:
+        if not self._closed:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._closed = True
+        log.info("stdout was closed by its reader; the rest of the output is dropped")
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def tolerate_closed_stdout() -> Iterator[None]:
+    """Meanwhile, a closed stdout does not fail the command (:class:`_ClosedPipeTolerant`)."""
+    previous = sys.stdout
+    wrapper = _ClosedPipeTolerant(previous)
+    sys.stdout = wrapper
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            wrapper.flush()
+        sys.stdout = previous
+
+
+def flush_standard_streams() -> None:
+    """Flush stdout and stderr, ignoring a reader that went away."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 # --- printing -----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,9 @@ def max_drops(items: list[str]) -> dict[str, float]:
                 drops[metric.strip()] = float(value)
             except ValueError:
                 sep = ""
-            if not sep or not metric.strip():
-                raise ConfigError(f"--max-drop expects METRIC=NUMBER, got {item!r}")
+            if not sep or not metric.strip() or not math.isfinite(drops[metric.strip()]):
+                raise ConfigError(f"--max-drop expects METRIC=NUMBER (a finite number), got "
+                                  f"{item!r}")
     return drops
 
 

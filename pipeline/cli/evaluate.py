@@ -22,9 +22,10 @@ from pipeline.cli.common import (
     print_rejections,
     progress_bars,
     require_inputs,
+    seconds,
 )
 from pipeline.config import Config, ConfigError
-from pipeline.io.atomic import check_output_dir, check_output_file
+from pipeline.io.atomic import OutputPathError, check_output_dir, check_output_file
 from pipeline.phases import phase
 
 NAME = "evaluate"
@@ -51,7 +52,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
                     help="name of the run in the store (default: UTC start time + random)")
     ev.add_argument("--force", action="store_true",
                     help="store: score every row again instead of reusing unchanged rows")
-    ev.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+    ev.add_argument("--lock-wait", type=seconds, default=0.0, metavar="SECONDS",
                     help="store: wait this long for another run's lock (default 0: fail at once)")
     ev.add_argument("--engine", choices=("local", "spark"), default="local",
                     help="local (default, streaming on this machine) or spark (with --store)")
@@ -86,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.cache_dir is not None:
         check_output_dir(args.cache_dir)
+    elif (cache := config.embedding_cache_dir) is not None and cache.is_file():
+        raise OutputPathError(f"{cache} is a file, not a directory (the embedding cache: "
+                              "[embedding] cache_dir)")
     if args.engine == "spark" or args.store is not None:
         return _evaluate_store(args, config)
     if args.run_id or args.force or args.lock_wait:

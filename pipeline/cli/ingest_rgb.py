@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.common import EXIT_OK, EXIT_REJECTED, AppendSource, Label
+from pipeline.cli.common import EXIT_OK, EXIT_REJECTED, AppendSource, Label, finite
 from pipeline.ingest_rgb import OutputsFile, ingest_rgb
 from pipeline.schema import RGB_TASKS
 
@@ -34,7 +34,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     rg.add_argument("--model", action=Label, metavar="NAME",
                     help="model of the rows of the --outputs just before it (the RGB script's "
                          "files have no model field)")
-    rg.add_argument("--noise-rate", action=Label, type=float, metavar="R",
+    rg.add_argument("--noise-rate", action=Label, type=finite, metavar="R",
                     help="noise rate of the rows of the --outputs just before it, where they "
                          "give none; a row whose own rate differs is set aside")
     rg.add_argument("--out", required=True, type=Path, metavar="PATH",

@@ -80,6 +80,28 @@ def _writer_gone(name: str) -> bool:
     return False
 
 
+def public_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a person knows it: a temporary file of :func:`atomic_path` named by its
+    target, a path inside a ``.work-`` directory by the directory that holds it.
+
+    >>> public_path(f"out/.tmp-scores.parquet.{os.getpid()}@{_host()}.0123abcd")
+    'out/scores.parquet'
+    >>> public_path("out/a.parquet")
+    'out/a.parquet'
+    """
+    parts = Path(path).parts
+    for index, part in enumerate(parts):
+        match = _OWNED.match(part)
+        if match is None:
+            continue
+        parent = Path(*parts[:index]) if index else Path(".")
+        if part.startswith(TMP_PREFIX):
+            target = part[len(TMP_PREFIX):match.start("pid") - 1]
+            return os.fspath(parent / target)
+        return os.fspath(parent)
+    return os.fspath(path)
+
+
 def remove_stale(directory: Path) -> list[Path]:
     """Remove the ``.tmp-*`` files and ``.work-*`` directories in ``directory`` left by
     processes of this host that are no longer alive; return what was removed."""

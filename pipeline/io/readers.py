@@ -96,6 +96,16 @@ JSON_VALUE = pl.Struct(
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
+#: Most bytes of one record: a line of JSON Lines, or the text of one row of any format
+#: (question, reference, response, references and contexts together), about four million
+#: tokens. A longer record is rejected with the reason (a JSON Lines line is skipped in bounded
+#: reads, never held whole), so one absurd row cannot take the memory and time of the run: the
+#: default metrics hold about 170 bytes per byte of one huge text at once (a 15 MB response:
+#: 19 s and 2.6 GB on 2 cores). docs/input-integrity.md.
+MAX_RECORD_BYTES = 16 * 2**20
+#: Bytes read at a time where a file is scanned rather than held (whitespace, long lines).
+_SCAN_BYTES = 2**20
+
 
 def read_records(path: str | Path, config: Config) -> pl.DataFrame:
     """Read one records file, choosing the reader by extension.
@@ -175,6 +185,26 @@ def check_file(path: Path, source: str) -> None:
         raise InputError(f"{source}: cannot read the file: {exc}") from exc
     if size == 0:
         raise InputError(f"{source}: the file is empty")
+    if path.suffix.lower() != ".parquet" and only_whitespace(path):
+        raise InputError(f"{source}: the file contains no records (only whitespace)")
+
+
+def only_whitespace(path: Path) -> bool:
+    """True when the text file ``path`` holds nothing but ASCII whitespace (and a UTF-8 byte
+    order mark), read :data:`_SCAN_BYTES` at a time: a gigabyte of blank lines is refused
+    without being held."""
+    try:
+        with open(path, "rb") as handle:
+            chunk = handle.read(_SCAN_BYTES)
+            if chunk.startswith(codecs.BOM_UTF8):
+                chunk = chunk[len(codecs.BOM_UTF8):]
+            while chunk:
+                if chunk.strip():
+                    return False
+                chunk = handle.read(_SCAN_BYTES)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file: {exc.strerror}") from exc
+    return True
 
 
 def _require(
@@ -254,6 +284,7 @@ def _complete(
         for name in _LIST_COLUMNS
         if name in frame.columns and frame.schema[name] == pl.String()
     )
+    frame = _oversized(frame)
     labels = config.input_labels.get(source, {})
     if "id" not in frame.columns:
         if ids is None:
@@ -270,6 +301,53 @@ def _complete(
 
 
 _NESTED = pl.List(pl.List(pl.String()))
+#: The columns whose text counts toward :data:`MAX_RECORD_BYTES`.
+_TEXT_COLUMNS = ("question", "reference", "response", "references", "contexts")
+
+
+def _text_bytes(name: str, dtype: pl.DataType) -> pl.Expr | None:
+    """UTF-8 bytes of the text of column ``name`` per row (0 for null), None for a column
+    without text."""
+    if dtype == pl.String():
+        return pl.col(name).str.len_bytes().fill_null(0)
+    if dtype == JSON_VALUE:
+        return pl.col(name).struct.field("string").str.len_bytes().fill_null(0)
+    if dtype == pl.List(pl.String()):
+        return pl.col(name).list.eval(pl.element().str.len_bytes()).list.sum().fill_null(0)
+    return None
+
+
+def _oversized(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with rows holding more than :data:`MAX_RECORD_BYTES` of text marked as a
+    reader problem (``the row holds 40.0 MiB of text, more than the 16 MiB a record may
+    hold``); their text is dropped, so it goes no further than this check."""
+    sizes = [size for name in _TEXT_COLUMNS if name in frame.columns
+             if (size := _text_bytes(name, frame.schema[name])) is not None]
+    if not sizes:
+        return frame
+    total = frame.select(pl.sum_horizontal(sizes).cast(pl.Int64)).to_series()
+    if total.max() is None or int(total.max()) <= MAX_RECORD_BYTES:  # type: ignore[arg-type]
+        return frame
+    over = total > MAX_RECORD_BYTES
+    problem = pl.when(pl.lit(over)).then(pl.format(
+        "the row holds {} MiB of text, more than the {} MiB a record may hold "
+        "(docs/input-integrity.md)", (pl.lit(total) / 2**20).round(1),
+        pl.lit(MAX_RECORD_BYTES // 2**20),
+    ))
+    earlier = [pl.col(READER_PROBLEM)] if READER_PROBLEM in frame.columns else []
+    joined = pl.concat_str([*earlier, problem], separator="; ", ignore_nulls=True)
+    raw: pl.Expr = pl.when(pl.lit(over)).then(
+        pl.lit('{"text_bytes":') + pl.lit(total).cast(pl.String) + pl.lit("}")
+    )
+    if READER_RAW in frame.columns:
+        raw = pl.coalesce(pl.col(READER_RAW), raw)
+    dropped = [
+        pl.when(pl.lit(over)).then(None).otherwise(pl.col(name)).alias(name)
+        for name in _TEXT_COLUMNS if name in frame.columns
+    ]
+    return frame.with_columns(
+        *dropped, pl.when(joined != "").then(joined).alias(READER_PROBLEM), raw.alias(READER_RAW)
+    )
 
 
 def _text_of(name: str, dtype: pl.DataType) -> pl.Expr:
@@ -360,9 +438,31 @@ def _read_parquet(path: Path, source: str, config: Config) -> pl.DataFrame:
     plan = _require(schema, source, config)
     try:
         frame = pl.read_parquet(path, columns=plan.sources)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        raise InputError(f"{source}: cannot read Parquet data: {_first_line(exc)}") from exc
     return _finish(frame, plan, source)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a Rust panic's runs on for pages)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _unchanged(path: Path, source: str, before: os.stat_result) -> None:
+    """Raise InputError when the file at ``path`` is no longer the one first read: replaced,
+    cut short or written to while the run reads it slice by slice."""
+    try:
+        now = path.stat()
+    except OSError as exc:
+        raise InputError(f"{source}: the file went away while it was read: {exc.strerror}") from exc
+    if (now.st_ino, now.st_size, now.st_mtime_ns) != (
+        before.st_ino, before.st_size, before.st_mtime_ns
+    ):
+        raise InputError(
+            f"{source}: the file changed while it was read (was {before.st_size} bytes, now "
+            f"{now.st_size}): run again once it stays put"
+        )
 
 
 def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[pl.DataFrame]:
@@ -381,6 +481,7 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
         return
     check_file(Path(source), source)
     try:
+        before = Path(source).stat()
         handle = pq.ParquetFile(source)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
@@ -404,11 +505,13 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
             ids = _file_ids(canonical, canonical.collect_schema(), source,
                             config.input_labels.get(source, {}))
         for offset, rows in parquet_slices(groups, chunk_rows):
+            _unchanged(Path(source), source, before)  # a cut file makes polars panic
             chunk = _finish(scan.slice(offset, rows).collect(), plan, source, offset)
             yield _complete(chunk, source, config,
                             None if ids is None else ids.slice(offset, rows))
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"{source}: cannot read Parquet data: {exc}") from exc
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        _unchanged(Path(source), source, before)
+        raise InputError(f"{source}: cannot read Parquet data: {_first_line(exc)}") from exc
 
 
 #: A row group up to this many times ``chunk_rows`` (and :data:`MAX_GROUP_BYTES`) is read as one
@@ -646,9 +749,10 @@ def _read_regular(
         ragged = True
         return "skip"
 
-    try:
-        table = pa_csv.read_csv(
+    def read(block_size: int | None) -> pa.Table:
+        return pa_csv.read_csv(
             pa.py_buffer(data),
+            read_options=pa_csv.ReadOptions(block_size=block_size) if block_size else None,
             parse_options=pa_csv.ParseOptions(
                 delimiter=separator, newlines_in_values=True, invalid_row_handler=on_invalid_row
             ),
@@ -658,6 +762,16 @@ def _read_regular(
                 strings_can_be_null=False,
             ),
         )
+
+    try:
+        try:
+            table = read(None)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc):
+                raise
+            # A record longer than Arrow's block (1 MiB): the file as one block.
+            ragged = False
+            table = read(min(len(data) + 1, 2**31 - 1))
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source}: malformed {kind} file: {exc}") from exc
     if ragged:
@@ -754,8 +868,6 @@ _LONE_SURROGATE_ESCAPE = re.compile(
 )
 #: A lone surrogate in decoded text (a valid pair decodes to one character outside the range).
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: Line breaks of JSON Lines (a raw CR or LF cannot occur inside a JSON string; U+2028 can).
-_JSON_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class _RepeatedKey(ValueError):
@@ -811,14 +923,66 @@ def _read_text(path: Path, source: str) -> str:
         raise InputError(f"{source}: cannot read the file: {exc}") from exc
 
 
+def _jsonl_lines(path: Path, source: str) -> Iterator[tuple[int, str | None, int]]:
+    """The lines of a JSON Lines file as ``(number, text, bytes)``, read a line at a time;
+    blank lines are skipped. A line of more than :data:`MAX_RECORD_BYTES` is read past in
+    bounded pieces and comes with ``text`` None (a longer line of only whitespace is blank).
+    A line ends at ``\n``, ``\r\n`` or a lone ``\r``, as in text mode."""
+    number = 0
+    try:
+        with open(path, "rb") as handle:
+            first = True
+            while piece := handle.readline(MAX_RECORD_BYTES + 1):
+                if first and piece.startswith(codecs.BOM_UTF8):
+                    piece = piece[len(codecs.BOM_UTF8):]
+                first = False
+                if len(piece) > MAX_RECORD_BYTES and not piece.endswith(b"\n"):
+                    size, blank = _skip_line(handle, piece)
+                    number += 1
+                    if not blank:
+                        yield number, None, size
+                    continue
+                for line in piece.removesuffix(b"\n").removesuffix(b"\r").split(b"\r"):
+                    number += 1
+                    if line.strip():
+                        yield number, _decoded(line, source, number), len(line)
+    except OSError as exc:
+        raise InputError(f"{source}: cannot read the file: {exc.strerror}") from exc
+
+
+def _skip_line(handle: Any, piece: bytes) -> tuple[int, bool]:
+    """Read past the rest of the line ``piece`` starts, :data:`_SCAN_BYTES` at a time; its
+    bytes and whether it is only whitespace."""
+    size, blank = len(piece), not piece.strip()
+    while not piece.endswith(b"\n"):
+        piece = handle.readline(_SCAN_BYTES)
+        if not piece:
+            break
+        size += len(piece)
+        blank = blank and not piece.strip()
+    return size - piece.endswith(b"\n") - piece.endswith(b"\r\n"), blank
+
+
+def _decoded(line: bytes, source: str, number: int) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: line {number}: not UTF-8 text: {exc}") from exc
+
+
 def _read_jsonl(path: Path, source: str, config: Config) -> pl.DataFrame:
-    text = _read_text(path, source)
-    suspect = _LONE_SURROGATE_ESCAPE.search(text) is not None
     objects: list[dict[str, Any]] = []
     check: list[int] = []  # objects whose line may hold a lone surrogate
-    for number, line in enumerate(_JSON_LINE_BREAK.split(text), start=1):
-        if not line.strip():
-            continue  # blank lines (a trailing newline, say) are not records
+    too_long: dict[int, tuple[str, str]] = {}  # object index -> (problem, raw)
+    for number, line, size in _jsonl_lines(path, source):
+        if line is None:
+            too_long[len(objects)] = (
+                f"line {number}: {size / 2**20:.1f} MiB, more than the "
+                f"{MAX_RECORD_BYTES // 2**20} MiB a record may hold (docs/input-integrity.md)",
+                json.dumps({"line_bytes": size}),
+            )
+            objects.append({})
+            continue
         try:
             value = _DECODER.decode(line)
         except json.JSONDecodeError as exc:
@@ -833,12 +997,15 @@ def _read_jsonl(path: Path, source: str, config: Config) -> pl.DataFrame:
             raise InputError(
                 f"{source}: line {number}: expected a JSON object, got {json_kind(value)}"
             )
-        if suspect and _LONE_SURROGATE_ESCAPE.search(line):
+        if _LONE_SURROGATE_ESCAPE.search(line):
             check.append(len(objects))
         objects.append(value)
     if not objects:
         raise InputError(f"{source}: the file contains no records")
-    return _objects_frame(objects, source, config, check)
+    if len(too_long) == len(objects):
+        raise InputError(f"{source}: {next(iter(too_long.values()))[0]}; the file holds no "
+                         "other record")
+    return _objects_frame(objects, source, config, check, too_long)
 
 
 def _read_json(path: Path, source: str, config: Config) -> pl.DataFrame:
@@ -888,10 +1055,12 @@ def _json_array(text: str, source: str) -> list[dict[str, Any]]:
 
 
 def _objects_frame(
-    objects: list[dict[str, Any]], source: str, config: Config, check: Iterable[int]
+    objects: list[dict[str, Any]], source: str, config: Config, check: Iterable[int],
+    unread: Mapping[int, tuple[str, str]] | None = None,
 ) -> pl.DataFrame:
     """The frame of parsed JSON ``objects``; those listed in ``check`` are searched for text
-    that UTF-8 cannot encode and, where they hold some, become rows with a reader problem."""
+    that UTF-8 cannot encode and, where they hold some, become rows with a reader problem;
+    ``unread`` gives the problem and raw text of objects that could not be read at all."""
     keys = list(dict.fromkeys(key for obj in objects for key in obj))
     plan = _require(keys, source, config)
     read = plan.pairs if plan.answers is None else (*plan.pairs, (plan.answers, "reference"))
@@ -903,6 +1072,12 @@ def _objects_frame(
         targets[plan.answers] = pl.List(pl.String())
     frame = json_columns(objects, targets)
     frame = _finish(frame, plan, source)
+    if unread:
+        unreadable = pl.concat([unreadable, pl.DataFrame(
+            {ROW_COLUMN: list(unread), READER_PROBLEM: [p for p, _ in unread.values()],
+             READER_RAW: [raw for _, raw in unread.values()]},
+            schema={ROW_COLUMN: pl.Int64(), **READER_SCHEMA},
+        )]).sort(ROW_COLUMN)
     if unreadable.height:
         frame = frame.join(unreadable, on=ROW_COLUMN, how="left", maintain_order="left")
     return frame

@@ -15,7 +15,10 @@ corpus-level micro scores can be summed in SQL:
 
 Conventions (all from the package): precision is 0 when ``n_pred`` is 0, recall is 0 when
 ``n_ref`` is 0, and F is 0 when P + R is 0; so an empty side (or both) scores 0, never 1. A null
-token list gives null statistics and scores.
+token list gives null statistics and scores. The LCS of a row whose two token counts multiply
+to more than :data:`MAX_LCS_CELLS` (two texts of about a million tokens each) is not computed:
+``rouge_l_lcs`` and ``rouge_l`` are null there, with a logged warning. One huge response
+against a short reference is fast (the recurrence steps through the shorter list).
 
 ``overlap`` of both kinds is a numpy kernel over the whole batch (``pl.map_batches``, row-wise so
 polars may split batches): tokens get batch-local integer ids, clipped n-gram counts come from
@@ -27,6 +30,7 @@ user function once per use of the expression.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from functools import partial
 
@@ -35,12 +39,22 @@ import polars as pl
 
 from pipeline.metrics.common import harmonic_mean, safe_div
 
+log = logging.getLogger(__name__)
+
 # Integer keys stay below this bound, so products of ids never overflow int64.
 _KEY_LIMIT = 1 << 62
 _WORD = 64
 _ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 # Rows of one LCS chunk times their padded reference length (bounds the memory of a chunk).
 _MAX_CELLS = 1 << 22
+#: Most ``len(response tokens) * len(reference tokens)`` of a row whose LCS is computed (about
+#: ten seconds of work); above it ``rouge_l_lcs`` and ``rouge_l`` are null and a warning says so.
+MAX_LCS_CELLS = 1 << 34
+#: A row whose longer token list is longer than this gets the LCS on one Python integer
+#: (:func:`_lcs_wide`) instead of numpy words added with a Python loop over the words.
+_WIDE_TOKENS = 1 << 12
+#: Most bytes of match masks :func:`_lcs_wide` keeps for repeated tokens.
+_WIDE_MASK_BYTES = 64 << 20
 
 
 def _flat(tokens: pl.Series) -> tuple[pl.Series, np.ndarray]:
@@ -86,8 +100,10 @@ def _run_starts(ordered: np.ndarray) -> np.ndarray:
 
 
 def _with_nulls(result: np.ndarray, pred: pl.Series, ref: pl.Series) -> pl.Series:
+    """``result`` as Int64, null where a side is null or ``result`` is negative (not
+    computed)."""
     out = pl.Series(result, dtype=pl.Int64)
-    missing = (pred.is_null() | ref.is_null()).to_numpy()
+    missing = (pred.is_null() | ref.is_null()).to_numpy() | (result < 0)
     if missing.any():
         out = out.scatter(np.flatnonzero(missing), None)
     return out
@@ -177,14 +193,35 @@ def _lcs_lengths(
 ) -> np.ndarray:
     """:func:`_lcs_batch` from the tokens' dense ids (:func:`_dense_ids`)."""
     ids = ids.astype(np.int32) if bound < np.iinfo(np.int32).max else ids
-    pred_start = _row_starts(pred_len)
-    ref_start = _row_starts(ref_len) + int(pred_len.sum())
+    # The LCS is symmetric: the recurrence steps through the shorter list of each row (a
+    # Python step per position) with bit vectors over the longer one, so one huge response
+    # against a short reference costs a few steps over long vectors, not a step per token.
+    starts = (_row_starts(pred_len), _row_starts(ref_len) + int(pred_len.sum()))
+    swap = pred_len > ref_len
+    pred_start = np.where(swap, starts[1], starts[0])
+    ref_start = np.where(swap, starts[0], starts[1])
+    pred_len, ref_len = np.minimum(pred_len, ref_len), np.maximum(pred_len, ref_len)
     # Rows are bucketed by (reference, prediction) length rounded up to a power of two, so
     # padding at most doubles the work; the reference padding is at least one byte of bits.
     ref_cap = np.maximum(_ceil_pow2(ref_len), 8)
     bucket = ref_cap * (1 << 32) + _ceil_pow2(pred_len)
     result = np.zeros(rows, dtype=np.int64)
     busy = (pred_len > 0) & (ref_len > 0)
+    too_long = busy & (pred_len * ref_len > MAX_LCS_CELLS)
+    if too_long.any():
+        log.warning(
+            "ROUGE-L: %d row(s) whose response and reference token counts multiply to more "
+            "than %d are left null (rouge_l_lcs, rouge_l): their LCS would take minutes",
+            int(too_long.sum()), MAX_LCS_CELLS,
+        )
+        result[too_long] = -1  # null (:func:`_with_nulls`)
+        busy &= ~too_long
+    wide = busy & (ref_len > _WIDE_TOKENS)
+    for row in np.flatnonzero(wide).tolist():
+        outer = ids[pred_start[row] : pred_start[row] + pred_len[row]]
+        inner = ids[ref_start[row] : ref_start[row] + ref_len[row]]
+        result[row] = _lcs_wide(outer, inner)
+    busy &= ~wide
     for key in np.unique(bucket[busy]).tolist():
         members = np.flatnonzero(busy & (bucket == key))
         cap = key >> 32
@@ -244,6 +281,28 @@ def _padded(
     return np.where(inside, ids[index], fill)
 
 
+def _lcs_wide(outer: np.ndarray, inner: np.ndarray) -> int:
+    """LCS length of one row whose longer list (``inner``) is long: the recurrence of
+    :func:`_bit_parallel_lcs` on one Python integer of ``len(inner)`` bits, whose additions
+    carry across words in C. The match masks of repeated tokens are kept while they fit in
+    :data:`_WIDE_MASK_BYTES`."""
+    size = len(inner)
+    full = (1 << size) - 1
+    masks: dict[int, int] = {}
+    budget = _WIDE_MASK_BYTES // max(size // 8, 1)
+    state = full
+    for token in outer.tolist():
+        mask = masks.get(token)
+        if mask is None:
+            bits = np.packbits(inner == token, bitorder="little")
+            mask = int.from_bytes(bits.tobytes(), "little")
+            if len(masks) < budget:
+                masks[token] = mask
+        match = state & mask
+        state = ((state + match) | (state - match)) & full
+    return size - state.bit_count()
+
+
 def _bit_parallel_lcs(pred_ids: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
     """LCS lengths of padded rows (``pred_ids`` position-major, ``ref_ids`` row-major).
 
@@ -282,7 +341,8 @@ def lcs_length(pred_tokens: pl.Expr, ref_tokens: pl.Expr) -> pl.Expr:
     Bit-parallel (Allison-Dix / Hyyrö) over all rows at once; references of any length use
     multi-word bit vectors with carry. 0 when either side is empty. The work per row is
     ``len(pred) * len(ref)`` vectorized comparisons to build the match masks, as the package's
-    table but in numpy, plus ``len(pred) * ceil(len(ref) / 64)`` word operations.
+    table but in numpy, plus ``len(pred) * ceil(len(ref) / 64)`` word operations; the
+    Python steps are over the shorter of the two lists.
 
     >>> import polars as pl
     >>> frame = pl.DataFrame({"p": [["a", "b", "c", "d"]], "r": [["b", "x", "d", "a"]]})
