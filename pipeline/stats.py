@@ -98,6 +98,14 @@ once and kept; above, each block reads the rows of its models in passes over dis
 clusters (``cluster % passes``; both tables share the passes when each is one block), which
 bounds memory by the rows of one pass; the comparisons' totals (``mean_a``, ``mean_b``) across
 passes may then differ from one pass in the last bit.
+
+Writing. The two files are one pair, written as one step (:class:`_Staging`): both are written
+in a sibling temporary directory (``.tmp-stats.<pid>@<host>.<8 hex>``, removed by the next
+command once its writer is gone) and put in place only when both are complete, each by one
+rename, the file it replaces kept until both are in place and put back if the second rename
+fails. Both carry the same :func:`stats_id` (seed, resamples and a digest of both tables) in
+their Parquet key-value metadata under :data:`STATS_ID_KEY`, so that a pair mixed by a process
+killed between the two renames is told apart (:func:`check_stats_pair`).
 """
 
 from __future__ import annotations
@@ -108,6 +116,8 @@ import itertools
 import json
 import logging
 import math
+import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,10 +131,10 @@ import pyarrow.parquet as pq
 
 from pipeline.io.atomic import (
     TMP_PREFIX,
-    atomic_path,
     check_output_file,
+    output_dir,
     owned_name,
-    write_parquet_atomic,
+    remove_stale,
 )
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, SCORES_FILE
 from pipeline.metrics.registry import REGISTRY
@@ -150,12 +160,15 @@ __all__ = [
     "PAIRING_BASELINE",
     "PRIMARY_METRIC",
     "SLICE_COLUMNS",
+    "STATS_FILES",
+    "STATS_ID_KEY",
     "Pairing",
     "StatsSummary",
     "benjamini_hochberg",
     "binary_columns",
     "bucket_of",
     "check_slices",
+    "check_stats_pair",
     "comparison_table",
     "holm",
     "interval_table",
@@ -163,7 +176,9 @@ __all__ = [
     "metric_columns",
     "metric_name",
     "parse_slice",
+    "read_stats_id",
     "slice_name",
+    "stats_id",
     "wilson_interval",
     "write_stats",
 ]
@@ -231,6 +246,11 @@ PRIMARY_METRIC = "answer_f1"
 #: the ``baseline``.
 PAIRING_ALL = "all pairs"
 PAIRING_BASELINE = "baseline"
+#: The two files :func:`write_stats` writes, in the order they are put in place.
+STATS_FILES: tuple[str, ...] = (INTERVALS_FILE, COMPARISONS_FILE)
+#: Key of the Parquet key-value metadata that ties the two files of one :func:`write_stats`
+#: (:func:`stats_id`; :func:`check_stats_pair` compares them).
+STATS_ID_KEY = "rag_eval.stats_id"
 
 #: Elements of one resampling matrix (B x n_ids): 2**24 float64 = 128 MiB; with the int32
 #: draws and the int64 counts behind it a chunk peaks near 320 MiB.
@@ -2024,16 +2044,17 @@ class _Frames:
 
 
 class _ParquetFrames:
-    """Frames streamed into one Parquet file (zstd), written atomically.
+    """Frames streamed into one Parquet file (zstd) in the staging directory of
+    :class:`_Staging`.
 
-    Each section's frames go to a temporary file of its own beside the target (row groups of
-    about :data:`_FRAME_ROWS` rows); :meth:`finish` joins them in order of the section names,
-    so memory holds one row group, not the table.
+    Each section's frames go to a temporary file of its own in ``stage`` (row groups of about
+    :data:`_FRAME_ROWS` rows); :meth:`write` joins them in order of the section names, so
+    memory holds one row group, not the table.
     """
 
-    def __init__(self, target: Path, schema: Mapping[str, pl.DataType]) -> None:
-        self.target = Path(target)
-        check_output_file(self.target)
+    def __init__(self, stage: Path, name: str, schema: Mapping[str, pl.DataType]) -> None:
+        self.stage = Path(stage)
+        self.name = name
         self.arrow = pl.DataFrame(schema=dict(schema)).to_arrow().schema
         self.parts: dict[str, tuple[Path, pq.ParquetWriter]] = {}
         self.pending: dict[str, list[pl.DataFrame]] = {}
@@ -2054,36 +2075,203 @@ class _ParquetFrames:
         if not frames:
             return
         if section not in self.parts:
-            path = self.target.parent / owned_name(TMP_PREFIX, f"{self.target.name}.part")
+            path = self.stage / f"{self.name}.part{len(self.parts)}"
             self.parts[section] = (path, pq.ParquetWriter(path, self.arrow, compression="zstd"))
         table = pl.concat(frames, how="vertical").to_arrow().cast(self.arrow)
         self.parts[section][1].write_table(table, row_group_size=_FRAME_ROWS)
 
-    def finish(self) -> Path:
+    def close_parts(self) -> None:
+        """Write what is pending and close the section files."""
+        for section in list(self.pending):
+            self._flush(section)
+        for _, writer in self.parts.values():
+            writer.close()
+
+    def digest(self, into: Any) -> None:
+        """Feed the bytes of the section files, in order, to the hash ``into``
+        (after :meth:`close_parts`): the same input gives the same bytes."""
+        into.update(f"{self.name}:{self.rows}".encode())
+        for section in sorted(self.parts):
+            with open(self.parts[section][0], "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    into.update(block)
+
+    def write(self, stats_id: str) -> Path:
+        """Join the section files into ``stage/name`` with ``stats_id`` in its key-value
+        metadata (:data:`STATS_ID_KEY`); remove them; return the path."""
+        target = self.stage / self.name
+        schema = self.arrow.with_metadata({STATS_ID_KEY: stats_id})
         try:
-            for section in list(self.pending):
-                self._flush(section)
-            for _, writer in self.parts.values():
-                writer.close()
-            with atomic_path(self.target) as tmp, pq.ParquetWriter(
-                tmp, self.arrow, compression="zstd"
-            ) as writer:
+            with pq.ParquetWriter(target, schema, compression="zstd") as writer:
                 for section in sorted(self.parts):
-                    for group in range(pq.ParquetFile(self.parts[section][0]).num_row_groups):
-                        writer.write_table(
-                            pq.ParquetFile(self.parts[section][0]).read_row_group(group)
-                        )
+                    part = pq.ParquetFile(self.parts[section][0])
+                    for group in range(part.num_row_groups):
+                        writer.write_table(part.read_row_group(group))
         finally:
             self.close()
-        return self.target
+        return target
 
     def close(self) -> None:
-        """Remove the temporary files (after :meth:`finish`, or when the writing failed)."""
+        """Remove the section files (after :meth:`write`, or when the writing failed)."""
         for path, writer in self.parts.values():
             with contextlib.suppress(Exception):
                 writer.close()
             path.unlink(missing_ok=True)
         self.parts.clear()
+
+
+def _fsync(path: Path) -> None:
+    """Flush ``path`` (a file, or a directory's entries) to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Staging:
+    """Both tables written in a sibling temporary directory, then put in place together.
+
+    The directory is ``out_dir/.tmp-stats.<pid>@<host>.<8 hex>``
+    (:func:`pipeline.io.atomic.owned_name`): one a killed process left behind is removed by the
+    next command that writes into ``out_dir`` (:func:`pipeline.io.atomic.remove_stale`, which
+    :func:`write_stats` runs first too). Nothing in ``out_dir`` changes until :meth:`commit`.
+    """
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = output_dir(Path(out_dir))
+        for name in STATS_FILES:
+            check_output_file(self.out_dir / name)
+        remove_stale(self.out_dir)
+        self.dir = self.out_dir / owned_name(TMP_PREFIX, "stats")
+        self.dir.mkdir()
+
+    def __enter__(self) -> _Staging:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def finish(self, tables: Sequence[_ParquetFrames], *, seed: int, resamples: int) -> str:
+        """Write ``tables`` (one per name of :data:`STATS_FILES`, in that order) with one
+        :func:`stats_id` and :meth:`commit` them; return the id."""
+        digest = hashlib.sha256()
+        for table in tables:
+            table.close_parts()
+            table.digest(digest)
+        pair = stats_id(seed=seed, resamples=resamples, digest=digest.hexdigest()[:32])
+        for table in tables:
+            table.write(pair)
+        self.commit()
+        return pair
+
+    def commit(self) -> None:
+        """Put the staged files in place: each is flushed to the disk, the file it replaces is
+        kept as a hard link in the staging directory (moved there where the file system has
+        no hard links), and then it is renamed onto its target. If a rename fails, or the
+        process is interrupted, the targets renamed so far get their old file back (or are
+        removed where there was none), so ``out_dir`` shows the old pair or the new one.
+
+        Between the two renames (no system call renames two files at once) a reader sees the
+        new intervals beside the old comparisons: their ids differ and
+        :func:`check_stats_pair` says so; a process killed there leaves that state, which
+        readers refuse until the statistics are written again.
+        """
+        for name in STATS_FILES:
+            _fsync(self.dir / name)
+        placed: list[tuple[Path, Path | None]] = []
+        try:
+            for name in STATS_FILES:
+                target, backup = self.out_dir / name, self.dir / f"previous.{name}"
+                previous: Path | None = backup
+                try:
+                    os.link(target, backup)
+                except FileNotFoundError:
+                    previous = None
+                except OSError:  # no hard links on this file system: move it aside
+                    os.replace(target, backup)
+                placed.append((target, previous))
+                os.replace(self.dir / name, target)
+        except BaseException:
+            for target, previous in reversed(placed):
+                try:
+                    if previous is not None:
+                        os.replace(previous, target)
+                    else:
+                        target.unlink(missing_ok=True)
+                except OSError as exc:  # pragma: no cover - a rename back that fails
+                    log.error("could not restore %s after a failed write: %s", target, exc)
+            raise
+        with contextlib.suppress(OSError):  # some file systems cannot flush a directory
+            _fsync(self.out_dir)
+
+
+def stats_id(*, seed: int, resamples: int, digest: str) -> str:
+    """The value of :data:`STATS_ID_KEY` that ties the two tables of one :func:`write_stats`:
+    its seed, its resamples and ``digest`` (of both tables' rows: the same input gives the
+    same id, and the same files byte for byte).
+
+    >>> stats_id(seed=5, resamples=200, digest="ab12")
+    '{"seed": 5, "resamples": 200, "digest": "ab12"}'
+    """
+    return json.dumps({"seed": seed, "resamples": resamples, "digest": digest})
+
+
+def read_stats_id(path: Path) -> str | None:
+    """The :data:`STATS_ID_KEY` of the Parquet file ``path``; None when it has none (written
+    by an older version or by another tool). Raises ``OSError`` (or an Arrow error) when
+    the file cannot be read."""
+    metadata = pq.read_metadata(path).metadata or {}
+    value = metadata.get(STATS_ID_KEY.encode())
+    return value.decode("utf-8", "replace") if value is not None else None
+
+
+def _settings(value: str | None) -> str:
+    """``seed 5, 200 resamples`` of a :func:`stats_id` (``no stats id`` without one)."""
+    if value is None:
+        return "no stats id: an older version"
+    try:
+        fields = json.loads(value)
+        return f"seed {fields['seed']}, {fields['resamples']} resamples"
+    except (ValueError, TypeError, KeyError):
+        return "an unknown stats id"
+
+
+def check_stats_pair(directory: Path) -> str | None:
+    """Why the statistics files of ``directory`` must not be read (one line), or None when
+    they may: neither is there, or both carry the same :data:`STATS_ID_KEY`, or neither
+    carries one (files of an older version, or written by hand).
+
+    A file with an id whose partner is missing or has another id is half of an interrupted
+    :func:`write_stats` (:meth:`_Staging.commit`); a file that cannot be read is damaged.
+    Readers (the report) warn with this line and show neither file.
+    """
+    directory = Path(directory)
+    ids: dict[str, str | None] = {}
+    for name in STATS_FILES:
+        path = directory / name
+        if not path.is_file():
+            continue
+        try:
+            ids[name] = read_stats_id(path)
+        except Exception as exc:  # a truncated or foreign file: Arrow raises its own errors
+            return (f"{path} cannot be read ({type(exc).__name__}: {exc}); statistics are "
+                    f"ignored: run `rag-eval stats {directory}` again")
+    if not ids or (len(ids) == 2 and len(set(ids.values())) == 1):
+        return None
+    if len(ids) == 1:
+        (present, value), = ids.items()
+        if value is None:
+            return None
+        missing = next(name for name in STATS_FILES if name not in ids)
+        return (f"{directory / present} ({_settings(value)}) has no {missing} beside it: a "
+                f"`rag-eval stats` was interrupted; statistics are ignored: run "
+                f"`rag-eval stats {directory}` again")
+    first, second = STATS_FILES
+    return (f"{directory / first} ({_settings(ids[first])}) and {second} "
+            f"({_settings(ids[second])}) were not written together (a `rag-eval stats` was "
+            f"interrupted between them); statistics are ignored: run "
+            f"`rag-eval stats {directory}` again")
 
 
 # --------------------------------------------------------------------------- driver
@@ -2123,55 +2311,30 @@ def write_stats(
     requested = check_slices(lf.collect_schema(), by)
     slices = tuple(slice_name(s) for grid in _grids(COMPARISON_SLICES, requested)
                    for s in grid.slices)
-    if not _has_stats_columns(lf):
-        keys = _empty_keys(lf, requested)
-        intervals_path = write_parquet_atomic(pl.DataFrame(schema=interval_schema(keys)),
-                                              out_dir / INTERVALS_FILE)
-        comparisons_path = write_parquet_atomic(pl.DataFrame(schema=comparison_schema(keys)),
-                                                out_dir / COMPARISONS_FILE)
-        return StatsSummary(intervals_path, comparisons_path, 0, 0, 0, resamples, seed, slices)
-    source = _Rows(lf, _layout(lf, exact_max_ids, buckets, requested))
-    pairing = _pairing(source, max_all_pairs, baseline)
-    log.info("comparisons: %s; %d pairs", pairing.reason, len(pairing.pairs))
-    intervals = _ParquetFrames(out_dir / INTERVALS_FILE, _interval_schema_of(source.layout))
-    comparisons = _ParquetFrames(out_dir / COMPARISONS_FILE,
-                                 _comparison_schema_of(source.layout))
-    layout = source.layout
-    interval_blocks = _interval_blocks(layout)
-    pair_blocks = _pair_blocks(layout, pairing.pairs)
-    try:
-        if layout.rows > PASS_ROWS and len(interval_blocks) == 1 and len(pair_blocks) <= 1:
-            # every model in one block for each table: one sweep of the passes for both
-            interval_block = _IntervalBlock(layout, interval_blocks[0])
-            pair_block = _PairBlock(layout, pairing.pairs) if pairing.pairs else None
-            for codes, values in source.batches(interval_blocks[0]):
-                interval_block.add(codes, values)
-                if pair_block is not None:
-                    pair_block.add(codes, values)
-                del codes, values
-            weights, method = _interval_method(layout, resamples, seed)
-            for section, frame in interval_block.frames(resamples, seed, weights, method):
-                intervals.add(section, frame)
-            del interval_block
-            intervals_path = intervals.finish()
-            if pair_block is not None:
-                weights, signs = _comparison_resampling(layout, resamples, seed)
-                for frame in pair_block.frames(resamples, seed, weights, signs, pairing):
-                    comparisons.add("", frame)
-                _warn_repeated(layout, [pair_block])
-        else:
-            for section, frame in _interval_frames(source, resamples, seed):
-                intervals.add(section, frame)
-            intervals_path = intervals.finish()
-            for frame in _comparison_frames(source, pairing, resamples, seed):
-                comparisons.add("", frame)
-        comparisons_path = comparisons.finish()
-    finally:
-        intervals.close()
-        comparisons.close()
+    with _Staging(out_dir) as stage:
+        if not _has_stats_columns(lf):
+            keys = _empty_keys(lf, requested)
+            empty = (_ParquetFrames(stage.dir, INTERVALS_FILE, interval_schema(keys)),
+                     _ParquetFrames(stage.dir, COMPARISONS_FILE, comparison_schema(keys)))
+            stage.finish(empty, seed=seed, resamples=resamples)
+            return StatsSummary(out_dir / INTERVALS_FILE, out_dir / COMPARISONS_FILE, 0, 0, 0,
+                                resamples, seed, slices)
+        source = _Rows(lf, _layout(lf, exact_max_ids, buckets, requested))
+        pairing = _pairing(source, max_all_pairs, baseline)
+        log.info("comparisons: %s; %d pairs", pairing.reason, len(pairing.pairs))
+        intervals = _ParquetFrames(stage.dir, INTERVALS_FILE,
+                                   _interval_schema_of(source.layout))
+        comparisons = _ParquetFrames(stage.dir, COMPARISONS_FILE,
+                                     _comparison_schema_of(source.layout))
+        try:
+            _compute(source, pairing, intervals, comparisons, resamples=resamples, seed=seed)
+            stage.finish((intervals, comparisons), seed=seed, resamples=resamples)
+        finally:
+            intervals.close()
+            comparisons.close()
     return StatsSummary(
-        intervals_path=intervals_path,
-        comparisons_path=comparisons_path,
+        intervals_path=out_dir / INTERVALS_FILE,
+        comparisons_path=out_dir / COMPARISONS_FILE,
         intervals=intervals.rows,
         comparisons=comparisons.rows,
         significant=comparisons.significant,
@@ -2182,3 +2345,34 @@ def write_stats(
         baseline=pairing.baseline,
         pairing_reason=pairing.reason,
     )
+
+
+def _compute(source: _Rows, pairing: Pairing, intervals: _ParquetFrames,
+             comparisons: _ParquetFrames, *, resamples: int, seed: int) -> None:
+    """Stream the rows of both tables into ``intervals`` and ``comparisons``."""
+    layout = source.layout
+    interval_blocks = _interval_blocks(layout)
+    pair_blocks = _pair_blocks(layout, pairing.pairs)
+    if layout.rows > PASS_ROWS and len(interval_blocks) == 1 and len(pair_blocks) <= 1:
+        # every model in one block for each table: one sweep of the passes for both
+        interval_block = _IntervalBlock(layout, interval_blocks[0])
+        pair_block = _PairBlock(layout, pairing.pairs) if pairing.pairs else None
+        for codes, values in source.batches(interval_blocks[0]):
+            interval_block.add(codes, values)
+            if pair_block is not None:
+                pair_block.add(codes, values)
+            del codes, values
+        weights, method = _interval_method(layout, resamples, seed)
+        for section, frame in interval_block.frames(resamples, seed, weights, method):
+            intervals.add(section, frame)
+        del interval_block
+        if pair_block is not None:
+            weights, signs = _comparison_resampling(layout, resamples, seed)
+            for frame in pair_block.frames(resamples, seed, weights, signs, pairing):
+                comparisons.add("", frame)
+            _warn_repeated(layout, [pair_block])
+        return
+    for section, frame in _interval_frames(source, resamples, seed):
+        intervals.add(section, frame)
+    for frame in _comparison_frames(source, pairing, resamples, seed):
+        comparisons.add("", frame)

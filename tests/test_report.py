@@ -614,3 +614,60 @@ def test_a_malformed_diff_is_an_input_error(run_dir: Path, tmp_path: Path) -> No
     with pytest.raises(InputError, match="delta"):
         write_report(run_dir, tmp_path / "r.html", diff=pl.DataFrame({"model": ["a"]}))
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_20_mb_response_is_cut_in_a_small_report(run_dir: Path, tmp_path: Path) -> None:
+    """Issue 29: every text a cell shows is cut after ``Limits.text_chars`` characters, with
+    a marker that counts the rest; texts.parquet keeps the whole text."""
+    from pipeline.report.limits import MAX_TEXT_CHARS
+
+    run = copy_run(run_dir, tmp_path / "long")
+    worst = load_run(run).worst.row(0, named=True)
+    texts = pl.read_parquet(run / "texts.parquet")
+    long = ("A sentence of the long answer [1]. " * 600_000)[:20_000_000]
+    chosen = (pl.col("source") == worst["source"]) & (pl.col("row_number") == worst["row_number"])
+    texts.with_columns(
+        pl.when(chosen).then(pl.lit(long)).otherwise(pl.col("response")).alias("response"),
+        pl.when(chosen).then(pl.lit("Why? " * 1_000)).otherwise(pl.col("question"))
+        .alias("question"),
+    ).write_parquet(run / "texts.parquet")
+    target = write_report(run, tmp_path / "r.html")
+    assert target.stat().st_size < 1_000_000
+    doc = target.read_text(encoding="utf-8")
+    worst_section = section(doc, "worst")
+    assert "… [cut: 19,998,000 more characters]" in worst_section
+    assert f"… [cut: {5_000 - MAX_TEXT_CHARS:,} more characters]" in worst_section
+    assert "Limits.text_chars" in worst_section
+    assert pl.read_parquet(run / "texts.parquet")["response"].str.len_chars().max() == 20_000_000
+    # texts within the limit are shown whole, without a marker
+    assert worst_section.count("[cut: ") == 2
+    from pipeline.report import Limits
+
+    with pytest.raises(ValueError, match="text_chars"):
+        Limits(text_chars=0)
+
+
+def test_a_mixed_statistics_pair_is_ignored_with_a_warning(
+    run_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 29: intervals and comparisons from two different ``stats`` runs (a run killed
+    between its two renames) are not shown as valid: the report warns and shows neither."""
+    from pipeline.stats import write_stats
+
+    run = copy_run(run_dir, tmp_path / "mixed")
+    other = copy_run(run_dir, tmp_path / "other")
+    write_stats(other, resamples=20, seed=5)
+    shutil.copy(other / "comparisons.parquet", run / "comparisons.parquet")
+    with caplog.at_level("WARNING", logger="pipeline.report.data"):
+        data = load_run(run)
+    assert data.intervals is None and data.comparisons is None
+    assert "were not written together" in caplog.text
+    assert "seed 5, 20 resamples" in caplog.text
+    doc = write_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "statistics ignored" in section(doc, "summary")
+    assert "statistics files are ignored" in section(doc, "comparisons")
+    headline = body_rows(section(doc, "headline"))
+    assert headline and all("[" not in cell for row in headline for cell in row)
+    # the pair written again is shown again
+    write_stats(run, resamples=20, seed=5)
+    assert load_run(run).intervals is not None

@@ -12,10 +12,16 @@ the column is not such a mean. A matched interval becomes two columns beside the
 ``NAME_lo`` and ``NAME_hi``; for the abstain rate those are the Wilson bounds
 (:data:`WILSON_COLUMNS`), for every other metric the bootstrap bounds. Comparisons and run
 diffs key a slice by ``slice`` and one typed column per slice column (:mod:`pipeline.stats`).
+
+The two statistics files are read only as a pair (:func:`pipeline.stats.check_stats_pair`): when
+they come from different ``rag-eval stats`` runs (one was interrupted between its two renames),
+or one of them cannot be read, a warning names the cause and the report shows neither, as if the
+run had no statistics (``RunData.stats_ignored`` says why).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +32,10 @@ import polars as pl
 from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, TEXTS_FILE
 from pipeline.metrics.spec import MetricSpec
 from pipeline.schema import InputError
+from pipeline.stats import check_stats_pair
 from pipeline.views import query_views, user_metrics_of
+
+log = logging.getLogger(__name__)
 
 #: Rows per model in the worst-items table.
 WORST_N = 20
@@ -108,6 +117,9 @@ class RunData:
     comparisons: pl.DataFrame | None
     #: The run's user-defined metrics (:func:`pipeline.views.user_metrics_of`).
     user_metrics: tuple[MetricSpec, ...] = ()
+    #: Why the statistics files are not shown (:func:`pipeline.stats.check_stats_pair`), or
+    #: None when they are shown or absent.
+    stats_ignored: str | None = None
 
 
 def read_optional(path: Path, columns: Sequence[str]) -> pl.DataFrame | None:
@@ -186,8 +198,13 @@ def _matching_intervals(
 def load_run(out_dir: Path) -> RunData:
     """Query the views of ``out_dir`` and read its optional statistics files."""
     out_dir = Path(out_dir)
-    intervals = read_optional(out_dir / INTERVALS_FILE, INTERVAL_COLUMNS)
-    comparisons = read_optional(out_dir / COMPARISONS_FILE, COMPARISON_COLUMNS)
+    stats_ignored = check_stats_pair(out_dir)
+    if stats_ignored is not None:
+        log.warning("%s", stats_ignored)
+        intervals = comparisons = None
+    else:
+        intervals = read_optional(out_dir / INTERVALS_FILE, INTERVAL_COLUMNS)
+        comparisons = read_optional(out_dir / COMPARISONS_FILE, COMPARISON_COLUMNS)
     try:
         frames = query_views(out_dir, {
             "counts": "select (select count(*) from scores) as n_rows, "
@@ -217,8 +234,13 @@ def load_run(out_dir: Path) -> RunData:
     n_rows, n_rejected = int(counts["n_rows"][0]), int(counts["n_rejected"][0])
     texts_path = out_dir / TEXTS_FILE
     if texts_path.is_file():
-        texts = pl.read_parquet(texts_path).select("source", "row_number", "question",
-                                                   "reference", "response")
+        keys = frames["worst"].select("source", "row_number").unique().lazy()
+        texts = (  # only the worst rows' texts are held, not the file's
+            pl.scan_parquet(texts_path)
+            .select("source", "row_number", "question", "reference", "response")
+            .join(keys, on=["source", "row_number"], how="semi")
+            .collect()
+        )
         frames["worst"] = frames["worst"].join(
             texts, on=["source", "row_number"], how="left", maintain_order="left"
         )
@@ -231,5 +253,6 @@ def load_run(out_dir: Path) -> RunData:
         intervals=intervals,
         comparisons=comparisons,
         user_metrics=user_metrics_of(out_dir.resolve()),
+        stats_ignored=stats_ignored,
         **frames,
     )

@@ -11,6 +11,11 @@ each). The per-example charts of the generation section draw at most :data:`MAX_
 rows per model, its worst ones (:func:`pipeline.report.hotpot_charts.worst_examples`). A
 section that left something out says so in a note under it; the views,
 ``intervals.parquet`` and ``comparisons.parquet`` keep everything (``rag-eval query``).
+
+Every text of the data a table cell shows in full (the worst items' question, reference,
+response, unsupported sentence, id and category) is cut after :data:`MAX_TEXT_CHARS`
+characters, with a visible marker that says how many were left out (:func:`cut_text`): a
+20 MB response would otherwise make a 20 MB page. ``texts.parquet`` keeps the whole text.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ MAX_COMPARISON_ROWS = 500
 #: Rows per model in each per-example chart (the worst ones; a bar group or a heatmap column
 #: per row stays readable up to about this many).
 MAX_EXAMPLES = 20
+#: Characters of one text (question, reference, response, sentence, id, category) a table
+#: cell shows; the rest is cut and counted by a marker.
+MAX_TEXT_CHARS = 2_000
 
 #: Sections that draw one mark per model (and leave out the models not drawn).
 MODEL_SECTIONS = ("distributions", "generation", "noise", "rgb", "grounding", "cost", "profile",
@@ -43,16 +51,18 @@ SCORING_SECTIONS = ("profile", "failures")
 
 @dataclass(frozen=True)
 class Limits:
-    """The most models, categories and comparison rows the report draws, and the rows per
-    model of each per-example chart (``examples``)."""
+    """The most models, categories and comparison rows the report draws, the rows per model
+    of each per-example chart (``examples``) and the characters of one text a cell shows
+    (``text_chars``)."""
 
     models: int = MAX_MODELS
     categories: int = MAX_CATEGORIES
     comparison_rows: int = MAX_COMPARISON_ROWS
     examples: int = MAX_EXAMPLES
+    text_chars: int = MAX_TEXT_CHARS
 
     def __post_init__(self) -> None:
-        for name in ("models", "categories", "comparison_rows", "examples"):
+        for name in ("models", "categories", "comparison_rows", "examples", "text_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"report limit {name} must be an integer >= 1, got {value!r}")
@@ -64,6 +74,28 @@ class Capped:
 
     data: RunData
     notes: dict[str, list[str]]
+
+
+def cut_text(text: str, limit: int) -> tuple[str, int]:
+    """The first ``limit`` characters of ``text`` and the number of characters cut after them.
+
+    >>> cut_text("abcdef", 4), cut_text("abc", 4)
+    (('abcd', 2), ('abc', 0))
+    """
+    return text[:limit], max(0, len(text) - limit)
+
+
+def cut_marker(more: int) -> str:
+    """The text that stands for ``more`` characters cut (empty when none were).
+
+    >>> cut_marker(19_998_000)
+    '… [cut: 19,998,000 more characters]'
+    >>> cut_marker(1), cut_marker(0)
+    ('… [cut: 1 more character]', '')
+    """
+    if more <= 0:
+        return ""
+    return f"… [cut: {more:,} more character{'' if more == 1 else 's'}]"
 
 
 def top(frame: pl.DataFrame, key: str, n: int, order: list | None = None) -> list:
