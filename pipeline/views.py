@@ -290,6 +290,49 @@ def slice_metrics(sql: str, extra: Sequence[MetricSpec] = ()) -> tuple[MetricSpe
     )
 
 
+#: Headline columns that only count rows or flag a problem: explained under the table.
+HEADLINE_NOTES: dict[str, str] = {
+    "n_unanswerable": "n_unanswerable: questions whose reference is an abstention or that have "
+                      "no gold answer; abstention_accuracy is the share of them the model declined",
+    "empty_response_rate": "empty_response_rate: share of empty responses (faithfulness 0.0 on "
+                           "answerable questions)",
+    "n_grounding": "n_grounding: rows with passages, which faithfulness and overlap average over "
+                   "(shown when some rows have none)",
+    "n_no_passages": "n_no_passages: rows without any passage: grounding does not apply to them "
+                     "(null, not 0)",
+    "n_idk_with_citation": "n_idk_with_citation, idk_check: answers that say they do not know yet "
+                           "cite a passage [n], a contradiction: it should be 0",
+}
+
+
+def headline_columns(headline: pl.DataFrame) -> list[str]:
+    """The columns of the ``headline`` view worth showing, in its order (most important first):
+    those that hold a value, without ``signature``; ``n_grounding`` only where it differs from
+    ``n`` (some rows have no passages), ``n_no_passages`` only when not 0. The terminal and the
+    report show these (the terminal as many as its width holds).
+
+    >>> headline_columns(pl.DataFrame({"model": ["a"], "n": [3], "answer_f1": [0.5],
+    ...     "overlap": [None], "n_grounding": [3], "n_no_passages": [0], "signature": ["s"]}))
+    ['model', 'n', 'answer_f1']
+    """
+    if headline.height == 0:
+        return [c for c in headline.columns if c != "signature"]
+    shown = []
+    for column in headline.columns:
+        values = headline[column]
+        if column == "signature" or (column != "model" and values.null_count() == len(values)):
+            continue
+        if column == "n_grounding" and "n" in headline.columns and (
+            (values == headline["n"]).all() or ("overlap" in headline.columns
+            and headline["overlap"].null_count() == headline.height)
+        ):
+            continue
+        if column == "n_no_passages" and (values.fill_null(0) == 0).all():
+            continue
+        shown.append(column)
+    return shown
+
+
 def user_metrics_of(out_dir: Path) -> tuple[MetricSpec, ...]:
     """The user-defined metrics of an output directory (the columns of its scores that no
     registered metric has) or of a results store (those its runs' manifests define)."""

@@ -1,5 +1,5 @@
 -- grain: one row per model
--- The primary results table: faithfulness and overlap (grounding in the cited passages) with
+-- The primary results table, its most important columns first: answer F1, faithfulness and overlap (grounding in the cited passages) with
 -- their N, answer F1, citation F1 (macro: mean of per-row F1), cost, latency and abstain rate.
 -- `n_grounding` counts the rows faithfulness and overlap average over: rows without any passage
 -- are not applicable (null) and counted in `n_no_passages` (under the core-rag preset they score
@@ -21,18 +21,18 @@ final as (
     select
         bm.model,
         bm.n,
+        bm.answer_f1,
         bm.faithfulness,
         bm.overlap,
-        bm.n_grounding,
-        bm.answer_f1,
         bm.citation_f1_macro,
-        bm.mean_total_tokens,
-        bm.p50_latency_ms,
         bm.abstain_rate,
         bm.abstention_accuracy,
         case when bm.n_unanswerable > 0 then bm.n_unanswerable end as n_unanswerable,
-        case when bm.empty_response > 0 then bm.empty_response end as empty_response_rate,
         bm.overall_score,
+        bm.p50_latency_ms,
+        bm.mean_total_tokens,
+        case when bm.empty_response > 0 then bm.empty_response end as empty_response_rate,
+        bm.n_grounding,
         bm.n_no_passages,
         bm.n_idk_with_citation,
         case

@@ -519,10 +519,10 @@ def test_slices_add_up_to_the_model(out_dir: Path) -> None:
 
 def test_headline(out_dir: Path, by_model: dict[Any, dict[str, Any]]) -> None:
     headline = run_query(out_dir, "select * from headline order by model")
-    assert headline.columns == ["model", "n", "faithfulness", "overlap", "n_grounding",
-                                "answer_f1", "citation_f1_macro", "mean_total_tokens",
-                                "p50_latency_ms", "abstain_rate", "abstention_accuracy",
-                                "n_unanswerable", "empty_response_rate", "overall_score",
+    assert headline.columns == ["model", "n", "answer_f1", "faithfulness", "overlap",
+                                "citation_f1_macro", "abstain_rate", "abstention_accuracy",
+                                "n_unanswerable", "overall_score", "p50_latency_ms",
+                                "mean_total_tokens", "empty_response_rate", "n_grounding",
                                 "n_no_passages", "n_idk_with_citation", "idk_check",
                                 "signature"]
     renamed = {"empty_response_rate": "empty_response"}

@@ -10,7 +10,9 @@ import logging
 import math
 import os
 import re
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +29,7 @@ from pipeline.io.readers import record_count
 from pipeline.metrics.user import load_plugins
 from pipeline.metrics.user import resolve as resolve_metrics
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
-from pipeline.views import query_views
+from pipeline.views import HEADLINE_NOTES, headline_columns, query_views
 
 log = logging.getLogger("pipeline")
 
@@ -509,26 +511,127 @@ def print_rejections(files: str | Path) -> None:
     print(f"rejected rows and reasons: {files}")
 
 
-def print_headline(directory: Path) -> None:
-    """The headline view (columns with a value only), its notes and signatures, and the RGB
-    summary when the run has RGB rows."""
+#: Terminal width when neither ``COLUMNS`` nor the terminal says.
+DEFAULT_WIDTH = 100
+#: Headline columns shown as percentages (rates of rows).
+PERCENT_COLUMNS = frozenset({"abstain_rate", "abstention_accuracy", "empty_response_rate"})
+#: Headline columns shown with one decimal (milliseconds, tokens).
+ONE_DECIMAL_COLUMNS = frozenset({"p50_latency_ms", "mean_total_tokens"})
+
+
+def terminal_width() -> int:
+    """``COLUMNS``, else the terminal's width, else :data:`DEFAULT_WIDTH`."""
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+
+
+def readable(frame: pl.DataFrame, percent: Sequence[str] = (),
+             one_decimal: Sequence[str] = ()) -> pl.DataFrame:
+    """``frame`` with its numbers as text for reading: ``percent`` columns (shares 0..1) as
+    ``12.3%``, ``one_decimal`` columns with one decimal, other floats with three, integers as
+    they are; null as an empty cell. ``-0.000`` is written ``0.000``.
+
+    >>> readable(pl.DataFrame({"f1": [0.12345, -1e-9], "rate": [0.1234, None]}),
+    ...          percent=["rate"]).rows()
+    [('0.123', '12.3%'), ('0.000', '')]
+    """
+    def text(name: str, dtype: pl.DataType) -> pl.Expr:
+        column = pl.col(name)
+        if not dtype.is_numeric():
+            return column.cast(pl.String).fill_null("")
+        if name in percent:
+            share = (column * 100).round(1).abs().pipe(_signed, column * 100, 1)
+            return (share + pl.lit("%")).fill_null("")
+        if dtype.is_float():
+            digits = 1 if name in one_decimal else 3
+            return column.round(digits).abs().pipe(_signed, column, digits).fill_null("")
+        return column.cast(pl.String).fill_null("")
+
+    return frame.select(text(name, dtype).alias(name) for name, dtype in frame.schema.items())
+
+
+def _signed(magnitude: pl.Expr, value: pl.Expr, digits: int) -> pl.Expr:
+    """``magnitude`` (rounded, absolute) as text with ``digits`` decimals, ``-`` only where
+    the rounded value is not zero (no ``-0.000``)."""
+    body = magnitude.cast(pl.String)
+    whole = body.str.split(".").list.get(0, null_on_oob=True)
+    fraction = body.str.split(".").list.get(1, null_on_oob=True).fill_null("")
+    padded = whole + pl.lit(".") + fraction.str.pad_end(digits, "0").str.slice(0, digits)
+    negative = (value.round(digits) < 0) & (magnitude > 0)
+    return pl.when(negative).then(pl.lit("-") + padded).otherwise(padded)
+
+
+def fit_columns(frame: pl.DataFrame, width: int, keep: int = 1) -> tuple[pl.DataFrame, list[str]]:
+    """The leading columns of a text ``frame`` whose table fits ``width`` characters (at least
+    the first ``keep``), and the names of the columns left out.
+
+    >>> shown, hidden = fit_columns(pl.DataFrame({"model": ["a"], "x": ["1"], "y": ["2"]}), 14)
+    >>> shown.columns, hidden
+    (['model', 'x'], ['y'])
+    """
+    used, shown = 1, []
+    for k, name in enumerate(frame.columns):
+        longest = max([len(name), *(len(v) for v in frame[name].to_list() if v is not None)])
+        if k >= keep and used + longest + 3 > width:
+            break
+        used += longest + 3
+        shown.append(name)
+    return frame.select(shown), [c for c in frame.columns if c not in shown]
+
+
+def print_text_table(frame: pl.DataFrame) -> None:
+    """A frame of text cells as a table, no cell cut and no header wrapped."""
+    with pl.Config(
+        tbl_rows=-1, tbl_cols=-1, tbl_width_chars=65_000, tbl_hide_dataframe_shape=True,
+        fmt_str_lengths=10_000, tbl_hide_column_data_types=True,
+        tbl_cell_numeric_alignment="RIGHT",
+    ):
+        print(frame)
+
+
+def print_fitted(frame: pl.DataFrame, *, wide: bool, percent: Sequence[str] = (),
+                 one_decimal: Sequence[str] = (), more: str = "--wide") -> None:
+    """``frame`` formatted for reading, with as many columns as the terminal holds (all with
+    ``wide``), and one line naming the columns left out."""
+    text = readable(frame, percent, one_decimal)
+    shown, hidden = (text, []) if wide else fit_columns(text, terminal_width())
+    print_text_table(shown)
+    if hidden:
+        say(f"(+{len(hidden)} more: {', '.join(hidden)}; {more})")
+
+
+def say(text: str) -> None:
+    """``text`` on stdout, wrapped to the terminal's width."""
+    print(textwrap.fill(text, width=max(terminal_width(), 40), break_on_hyphens=False))
+
+
+def print_headline(directory: Path, *, wide: bool = False) -> None:
+    """The headline view (:func:`pipeline.views.headline_columns`, as many as the terminal
+    holds; all with ``wide``), a line per count or warning column shown, the signatures, and
+    the RGB summary when the run has RGB rows."""
     print()
     frames = query_views(directory, {"headline": "select * from headline order by model",
                                      "rgb": "select * from rgb_summary order by model",
                                      "tokenless": "select * from tokenless_rows"})
     headline, rgb = frames["headline"], frames["rgb"]
-    shown = without_empty_columns(headline.drop("signature"), keep=("model",))
-    print_frame(shown, "table")
-    if "faithfulness" in shown.columns:
-        print(FAITHFULNESS_NOTE)
+    columns = headline_columns(headline)
+    print_fitted(headline.select(columns), wide=wide, percent=sorted(PERCENT_COLUMNS),
+                 one_decimal=sorted(ONE_DECIMAL_COLUMNS),
+                 more="rag-eval evaluate --wide, the report, or the headline view")
+    if "faithfulness" in columns:
+        say(FAITHFULNESS_NOTE)
+    for column, note in HEADLINE_NOTES.items():
+        if column in columns:
+            say(note)
     for note in tokenless_notes(frames["tokenless"]):
         log.info("tokenless rows: %s", note)
-        print(note)
+        say(note)
     for signature in headline["signature"].unique(maintain_order=True):
         print(f"signature: {signature}")
     if rgb.height:
-        print("\nRGB robustness (%, docs/rgb.md):")
-        print_frame(rgb.drop("signature"), "table")
+        print("\nRGB robustness (% of rows, docs/rgb.md):")
+        rates = [c for c in rgb.columns if c not in ("model", "n", "signature")]
+        print_fitted(rgb.drop("signature"), wide=wide, one_decimal=rates,
+                     more="--wide, or the rgb_summary view")
 
 
 def tokenless_notes(tokenless: pl.DataFrame) -> list[str]:

@@ -11,7 +11,15 @@ from typing import Any
 import polars as pl
 
 from pipeline.api import Run, check_gate_metrics
-from pipeline.cli.common import EXIT_GATE, EXIT_OK, add_stats_options, non_negative, print_frame
+from pipeline.cli.common import (
+    EXIT_GATE,
+    EXIT_OK,
+    add_stats_options,
+    non_negative,
+    print_frame,
+    print_text_table,
+    readable,
+)
 from pipeline.compare import DEFAULT_MAX_DROP
 from pipeline.config import ConfigError
 from pipeline.io.atomic import check_output_dir
@@ -36,8 +44,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     co.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
                     help="gate: fail when a model's mean METRIC falls by more than X with its "
                          "95%% interval below 0; METRIC is a built-in metric or a user-defined "
-                         "metric both runs scored (repeatable; default answer_f1=0.02, "
-                         "answer_em=0.02)")
+                         "metric both runs scored (repeatable; default: "
+                         + ", ".join(f"{m}={x:g}" for m, x in DEFAULT_MAX_DROP.items()) + ")")
     co.add_argument("--max-regressed-items", type=non_negative, metavar="N",
                     help="gate: fail when more than N items regressed")
     co.add_argument("--force", action="store_true",
@@ -76,8 +84,12 @@ def run(args: argparse.Namespace) -> int:
     )
     overall = comparison.deltas.filter(pl.col("slice") == "all")
     headline = overall.filter(pl.col("metric").is_in(list(HEADLINE_DELTAS))).sort("model", "metric")
-    print_frame(headline.select("model", "metric", "n_pairs", "mean_a", "mean_b", "delta",
-                                "ci_low", "ci_high", "p_adjusted"), "table")
+    print(f"{comparison.n_compared} items compared (same id, model, noise level and task in "
+          "both runs)")
+    print_text_table(readable(headline.select(
+        "model", "metric", "n_pairs", "mean_a", "mean_b", "delta", "ci_low", "ci_high",
+        "p_adjusted",
+    )))
     print(
         f"{comparison.regressed.select('id', 'model', 'noise_level', 'task').unique().height} "
         f"items regressed, {comparison.new_items.height} new, "

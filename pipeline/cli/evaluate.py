@@ -71,6 +71,9 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
                          "rejected (default: no limit; a run that scores no row always exits "
                          "1); the outputs are written either way, to inspect")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ev.add_argument("--wide", action="store_true",
+                    help="print every headline column (default: the most important ones that "
+                         "fit the terminal's width, COLUMNS or 100)")
     ev.add_argument("--embedding-backend", metavar="SPEC",
                     help="minilm (default), static (fast screening, docs/embeddings.md), hashed, "
                          "or sentence-transformers:<name or path>")
@@ -109,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if counts.rejected:
         print_rejections(done.rejected_files)
-    print_headline(done.path)
+    print_headline(done.path, wide=args.wide)
     if args.report is not None:
         with phase("report"):
             report = done.report(args.report)
@@ -153,7 +156,7 @@ def _evaluate_store(args: argparse.Namespace, config: Config) -> int:
     )
     if counts.rejected:
         print_rejections(done.rejected_files)
-    print_headline(args.store)
+    print_headline(args.store, wide=args.wide)
     return _outcome(args, counts.read, counts.scored + counts.reused, counts.rejected)
 
 

@@ -5,6 +5,7 @@ entry point), each with where it is defined, as a table or Markdown."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from importlib.metadata import entry_points
@@ -13,7 +14,12 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.cli.common import EXIT_OK, add_plugin_option, config_from_args, print_frame
+from pipeline.cli.common import (
+    EXIT_OK,
+    add_plugin_option,
+    config_from_args,
+    terminal_width,
+)
 from pipeline.config import UserMetricDef
 from pipeline.metrics.registry import REGISTRY, markdown_table
 from pipeline.metrics.spec import MetricSpec
@@ -66,8 +72,19 @@ def run(args: argparse.Namespace) -> int:
             "description": [s.description for s in listed],
         }
     )
-    print_frame(table, "table")
+    print_catalogue(table)
     return EXIT_OK
+
+
+def print_catalogue(table: pl.DataFrame) -> None:
+    """One entry per metric: its name with family, kind, dtype and origin, then its whole
+    description wrapped to the terminal's width (a table would cut it)."""
+    width = max(terminal_width(), 40)
+    for row in table.iter_rows(named=True):
+        print(f"{row['metric']}  ({row['family']}, {row['kind']}, {row['dtype']}, "
+              f"{row['origin']})")
+        print(textwrap.fill(row["description"], width=width, initial_indent="    ",
+                            subsequent_indent="    ", break_on_hyphens=False))
 
 
 def user_metrics(args: argparse.Namespace) -> tuple[tuple[MetricSpec, ...], dict[str, str]]:

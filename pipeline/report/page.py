@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import __version__
+from pipeline import __version__, views
 from pipeline.config import DEFAULT_ABSTENTION_PHRASES
 from pipeline.metrics.embedding.grounding import faithfulness
 from pipeline.metrics.qa.abstention import fold, fold_phrases
@@ -516,8 +516,8 @@ def _intervals_text(intervals: pl.DataFrame | None, ignored: str | None = None) 
 
 def headline_columns(headline: pl.DataFrame) -> list[Column]:
     """The columns of the ``headline`` view the report's headline table shows, in the view's
-    order: every column that holds a value for some model, but the model (the row key) and
-    the signature (:data:`HEADLINE_HIDDEN`).
+    order: the columns the terminal shows (:func:`pipeline.views.headline_columns`), but the
+    model (the row key) and the signature (:data:`HEADLINE_HIDDEN`).
 
     >>> frame = pl.DataFrame({"model": ["m"], "n": [3], "answer_f1": [0.5],
     ...                       "n_unanswerable": [None], "signature": ["s"]})
@@ -525,8 +525,9 @@ def headline_columns(headline: pl.DataFrame) -> list[Column]:
     ['n', 'answer_f1']
     """
     columns = []
+    shown = set(views.headline_columns(headline))  # the terminal's columns, the same rule
     for name, dtype in headline.schema.items():
-        if name in HEADLINE_HIDDEN or headline[name].drop_nulls().len() == 0:
+        if name in HEADLINE_HIDDEN or name not in shown:
             continue
         kind = ("count" if dtype.is_integer() else "score" if dtype.is_numeric() else "text")
         columns.append(HEADLINE.get(name, Column(name, esc(name), kind)))
