@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.common import EXIT_ERROR, EXIT_OK, print_frame
+from pipeline.cli.common import EXIT_ERROR, EXIT_OK, interrupted, print_frame
 from pipeline.schema import InputError
 from pipeline.views import run_query
 
@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     except InputError:
         raise
     except Exception as exc:  # DuckDB reports SQL errors with their own exception types
+        if interrupted(exc):  # Ctrl-C during the query: exit 130 (pipeline.cli.main)
+            raise
         print(f"error: query failed: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print_frame(result, args.format)
