@@ -406,6 +406,16 @@ def test_duckdb_s_interrupt_is_an_interrupt(
     assert main(["stats", str(tmp_path)]) == EXIT_INTERRUPTED
 
 
+def test_ctrl_c_during_a_query_is_an_interrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted_query(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Query interrupted")  # what DuckDB raises after a SIGINT
+
+    monkeypatch.setattr(cli.query, "run_query", interrupted_query)
+    assert main(["query", str(tmp_path), "select 1"]) == EXIT_INTERRUPTED
+
+
 # --- inputs: truncated mid-run, absurd records, whitespace ----------------------------------
 
 
