@@ -69,6 +69,7 @@ from pipeline.metrics import registry
 from pipeline.metrics.spec import MetricSpec
 from pipeline.metrics.user import KIND_DTYPES, USER_FAMILY, declared_spec, scores_catalog
 from pipeline.schema import InputError
+from pipeline.stats import check_stats_pair
 
 log = logging.getLogger(__name__)
 
@@ -677,9 +678,12 @@ def _source_macros(out_dir: Path, runs: StoreRuns | None = None) -> dict[str, st
             "texts_file": _flat(out_dir / TEXTS_FILE) if (out_dir / TEXTS_FILE).is_file()
             else empty,
         }
+        mixed = check_stats_pair(out_dir)  # halves of two statistics runs: read neither
+        if mixed:
+            log.warning("%s: statistics left out of the views: %s", out_dir, mixed)
         for macro, name in OPTIONAL_FILES.items():
             path = out_dir / name
-            macros[macro] = _flat(path) if path.is_file() else empty
+            macros[macro] = _flat(path) if path.is_file() and not mixed else empty
         return macros
     runs = runs or _readable_runs(out_dir)
     latest = runs.latest()
