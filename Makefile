@@ -49,8 +49,10 @@ evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT) \
 		--report $(OUT)/report.html
 
+# Two workers, each taking whole test files (their module fixtures, the Spark session among them,
+# are built once): about 5.5 minutes on 2 cores instead of 9.5 (docs/benchmarks.md, make test).
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python -m mypy
 

@@ -409,12 +409,19 @@ def test_compare_max_drop_takes_a_user_metric_of_both_runs(
 
 
 def _table_rows(out: str) -> dict[str, list[str]]:
-    """``rag-eval metrics`` table: metric -> its cells."""
+    """``rag-eval metrics`` catalogue: metric -> [metric, family, origin, kind, dtype,
+    description] (an entry is ``NAME  (family, kind, dtype, origin)`` and its description,
+    indented, on the lines below)."""
     rows: dict[str, list[str]] = {}
+    name = ""
     for line in out.splitlines():
-        cells = [cell.strip() for cell in line.strip("│").split("┆")]
-        if len(cells) == 6 and cells[0] and cells[0] != "metric":
-            rows[cells[0]] = cells
+        entry = re.fullmatch(r"(\S+)  \((.*)\)", line)
+        if entry:
+            name = entry.group(1)
+            family, kind, dtype, origin = entry.group(2).split(", ", 3)
+            rows[name] = [name, family, origin, kind, dtype, ""]
+        elif line.startswith("    ") and name:
+            rows[name][5] = " ".join([rows[name][5], line.strip()]).strip()
     return rows
 
 
