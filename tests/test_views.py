@@ -46,7 +46,7 @@ from pipeline.views import (
 )
 
 VIEWS = load_views(default_queries_dir())
-STAGING = {"scores", "rejected", "texts", "intervals", "model_comparison", "runs"}
+STAGING = {"scores", "rejected", "stored_texts", "intervals", "model_comparison", "runs"}
 
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(), "model": pl.String(), "run": pl.String(), "category": pl.String(),
@@ -124,8 +124,7 @@ def write_outputs(out_dir: Path, scores: pl.DataFrame | None = None) -> Path:
     scores.write_parquet(out_dir / SCORES_FILE)
     rejected_frame().write_parquet(out_dir / REJECTED_FILE)
     scores.select(
-        "source", "row_number", "id", "model", "run", "category", "noise_level",
-        "question_type", "task",
+        "source", "row_number", "id",
         pl.concat_str(pl.lit("question "), pl.col("id")).alias("question"),
         pl.lit("Paris").alias("reference"), pl.lit("Paris [1].").alias("response"),
         pl.concat_list(pl.lit("Paris is the capital."), pl.col("id")).alias("contexts"),

@@ -23,11 +23,11 @@ DERIVED_FILES: tuple[str, ...] = (INTERVALS_FILE, COMPARISONS_FILE, DATABASE_FIL
 #: Further files written of a run into its directory (an HTML report, a comparison), one path
 #: relative to the directory per line: the next run into the directory removes them.
 EXTRA_OUTPUTS_FILE = ".rag-eval-outputs"
-#: Columns of ``texts.parquet``: the key of a scored row, its identifying columns, its texts
-#: and the passages it was given (``contexts``), for the ``texts`` view, exports and reports.
+#: Columns of ``texts.parquet``: the key of a scored row, its texts and the passages it was
+#: given (``contexts``), for the ``texts`` view, exports and reports. The identifying columns
+#: (model, category, ...) are the scores' (the view joins them): written once, not twice.
 TEXT_COLUMNS: tuple[str, ...] = (
-    "source", "row_number", "id", "model", "run", "category", "noise_level", "question_type",
-    "task", "question", "reference", "response", "contexts",
+    "source", "row_number", "id", "question", "reference", "response", "contexts",
 )
 
 # A results store (pipeline.store): STORE/eval_run=<RUN>/{scores/model=<M>/, rejected/, texts/,
