@@ -8,7 +8,7 @@ Layout (hive-style, readable by DuckDB, Spark, polars and pyarrow alike)::
                                          start and end time, status "committed"
         scores/model=<MODEL>/*.parquet   scores; ``model`` lives in the directory name only
         rejected/*.parquet               rows set aside, with reasons
-        texts/*.parquet                  question, reference and response behind each score
+        texts/*.parquet                  question, reference, response and passages of each score
         intervals.parquet, comparisons.parquet   statistics (when computed)
       _staging/eval_run=<RUN>.<uuid>/    a run being written (invisible to readers)
       _failed/<RUN>.<uuid>.json          manifests of runs that raised (status "failed")
