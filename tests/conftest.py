@@ -59,3 +59,16 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Figure]]:
     monkeypatch.setattr(charts, "to_svg", capture)
     monkeypatch.setattr(hotpot_charts, "to_svg", capture)
     return figures
+
+
+#: The slowest test files, started first: `make test` runs two workers that each take whole
+#: files (`-n 2 --dist loadfile`), and a long file picked up last keeps one worker busy alone.
+SLOW_FIRST: tuple[str, ...] = (
+    "test_spark.py", "test_store.py", "test_store_faults.py", "test_compat_enhanced_framework.py",
+    "test_stale_outputs.py", "test_report.py", "test_exit_codes_faults.py", "test_api.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: k for k, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files keep order
