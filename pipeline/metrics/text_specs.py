@@ -130,8 +130,11 @@ def _grounding_counts(inputs: Inputs) -> pl.Expr:
 
     dtype = pl.Struct({"n_sentences": pl.Int64(), "n_supported": pl.Int64(),
                        "first_unsupported": pl.String(),
-                       "unsupported": grounding.UNSUPPORTED_DTYPE})
-    return pl.struct("response", "contexts", "question").map_batches(run, return_dtype=dtype)
+                       "unsupported": grounding.UNSUPPORTED_DTYPE,
+                       "n_misattributed": pl.Int64(), "supported_by": pl.List(pl.Int64())})
+    return pl.struct("response", "contexts", "question", "lang").map_batches(
+        run, return_dtype=dtype
+    )
 
 
 def _embedding_cosine(
@@ -214,12 +217,14 @@ def _answerable(inputs: Inputs) -> pl.Expr:
 
 
 def _faithfulness(inputs: Inputs) -> pl.Expr:
-    """0.0 for no answer (an abstention, or by default an empty response) on an answerable
-    question; the core RAG tool's preset counts abstentions only, as that tool does."""
-    empty = None if inputs.config.compat_preset is not None else pl.col("empty_response")
-    return grounding.faithfulness(
-        pl.col("overlap"), pl.col("abstained"), _answerable(inputs), empty
-    )
+    """The share of supported claims (RAGAS's definition), null without passages or claims;
+    under the core RAG tool's preset its proxy ``min(1, 0.6 + 0.4 overlap)``, 0.0 when the
+    response abstains on an answerable question, as that tool does."""
+    if inputs.config.compat_preset != "core-rag":
+        return grounding.claim_faithfulness(
+            pl.col("n_supported"), pl.col("n_sentences"), pl.col("n_contexts")
+        )
+    return grounding.faithfulness(pl.col("overlap"), pl.col("abstained"), _answerable(inputs))
 
 
 def _overlap(inputs: Inputs) -> pl.Expr:
@@ -312,12 +317,13 @@ SPECS: tuple[MetricSpec, ...] = (
         needs=(NEEDS_EMBEDDER,),
     ),
     count("n_sentences", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_sentences"),
-          "Sentences in the response (see pipeline.text.sentences).",
+          "Claims judged: the response's sentences that assert something (rule evidence: not "
+          "a header, greeting, abstention or restated question; rule cosine: every sentence).",
           needs=("_grounding", NEEDS_EMBEDDER)),
     count("n_supported", "grounding", lambda _: pl.col(_GROUNDING).struct.field("n_supported"),
-          "Sentences with exactly one valid citation whose passage supports them (rule evidence: "
-          "its numbers, entities and content characters are there and its words or cosine "
-          "match; rule cosine: cosine >= tau_sim). docs/grounding.md.",
+          "Claims a passage of the row supports (rule evidence: the cited passages, else any; "
+          "its numbers, names, record facts and content characters are there and its words "
+          "match; rule cosine: its one cited passage, cosine >= tau_sim). docs/grounding.md.",
           needs=("_grounding", NEEDS_EMBEDDER)),
     MetricSpec(
         "first_unsupported", "grounding",
@@ -345,10 +351,27 @@ SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "faithfulness", "grounding", _faithfulness, pl.Float64(),
-        "min(1, 0.6 + 0.4 overlap): an answer with no supported sentence still scores 0.6 "
-        "(a baseline), overlap moves it; 0.0 when the response abstains or is empty on an "
-        "answerable question (presets: abstains); null without passages (preset core-rag: 0.6).",
-        needs=("overlap", "abstained", "unanswerable", "empty_response"), nullable=True,
+        "Supported claims / claims (RAGAS's definition: 0 for a wholly unsupported answer, 1 "
+        "for a wholly supported one); null without passages or without claims (an abstention, "
+        "an empty response). Preset core-rag: min(1, 0.6 + 0.4 overlap), 0.0 for an "
+        "abstention on an answerable question. docs/grounding.md.",
+        needs=("overlap", "abstained", "unanswerable", "n_supported", "n_sentences",
+               "n_contexts"), nullable=True,
     ),
+    MetricSpec(
+        "hallucination", "grounding",
+        lambda _: grounding.hallucination(pl.col("n_supported"), pl.col("n_sentences"),
+                                          pl.col("n_contexts")),
+        pl.Int8(),
+        "1 when at least one claim of the response is supported by no passage (what RAGTruth "
+        "labels), 0 when every claim is; null without passages. docs/grounding.md.",
+        needs=("n_supported", "n_sentences", "n_contexts"), nullable=True,
+        higher_is_better=False, kind="flag",
+    ),
+    count("n_misattributed", "citation",
+          lambda _: pl.col(_GROUNDING).struct.field("n_misattributed").fill_null(0),
+          "Claims supported by the row's passages but not by the passages they cite: a "
+          "citation error, not a hallucination (rule evidence; 0 under rule cosine).",
+          needs=("_grounding", NEEDS_EMBEDDER)),
 )
 

@@ -51,7 +51,8 @@ from pipeline.config import (
 from pipeline.metrics.common import safe_div
 from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.metrics.qa.citation import parse_citation_markers, strip_citation_markers
-from pipeline.text import evidence
+from pipeline.metrics.embedding import support
+from pipeline.text import claims, evidence
 from pipeline.text.sentences import split_sentences
 
 logger = logging.getLogger(__name__)
@@ -91,10 +92,13 @@ def grounding_counts(
     >>> row["n_sentences"], row["n_supported"], row["first_unsupported"]
     (2, 1, 'It has 9 million people [1].')
     >>> row["unsupported"]
-    ['"It has 9 million people [1]." — number 9 not in the passage']
+    ['"It has 9 million people [1]." — number 9 not in the passages']
     """
     if rule not in GROUNDING_RULES:
         raise ValueError(f"grounding rule {rule!r} is unknown: use one of {GROUNDING_RULES}")
+    if rule == "evidence":
+        return claim_counts(frame, embedder, tau_sim=tau_sim, tau_lex=tau_lex,
+                            abstention_phrases=abstention_phrases)
     question = pl.col("question") if "question" in frame.columns else pl.lit(None, pl.String)
     rows = frame.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
@@ -125,10 +129,7 @@ def grounding_counts(
         .explode("passage", "_passage")
     )
     pairs = eligible.join(passages, on=["_row", "_passage"], how="left", maintain_order="left")
-    if rule == "cosine":
-        decided = _cosine_rule(pairs, embedder, tau_sim, frame.height)
-    else:
-        decided = _evidence_rule(pairs, embedder, tau_sim, tau_lex, frame.height)
+    decided = _cosine_rule(pairs, embedder, tau_sim, frame.height)
     judged = (
         sentences.join(decided, on=["_row", "_sentence"], how="left", maintain_order="left")
         .with_columns(
@@ -165,6 +166,166 @@ def grounding_counts(
 #: Every unsupported sentence of a row, as written (markers kept), with all its reasons:
 #: ``'"Tampa is in Florida [2]." — cites passage [2], which does not exist (1 passages)'``.
 UNSUPPORTED_DTYPE = pl.List(pl.String())
+
+
+def claim_counts(
+    frame: pl.DataFrame,
+    embedder: Embedder,
+    *,
+    tau_sim: float = DEFAULT_TAU_SIM,
+    tau_lex: float = DEFAULT_TAU_LEX,
+    abstention_phrases: Sequence[str] = DEFAULT_ABSTENTION_PHRASES,
+) -> pl.DataFrame:
+    """The counts of :func:`grounding_counts` under the rule ``evidence`` (docs/grounding.md):
+    ``n_sentences`` (claims: sentences that assert something, :func:`pipeline.text.claims.
+    is_claim`), ``n_supported``, ``first_unsupported``, ``unsupported``, ``n_misattributed``
+    (supported claims whose cited passages do not state them) and ``supported_by`` (for each
+    claim, the passage that states it, 1-based, null when none does).
+
+    A claim without a valid citation is checked against all the row's passages together; a
+    claim with citations against its cited passages together, then, when they do not state
+    it, against all passages (a citation error, not a hallucination). Only a cited claim whose
+    anchors are found but too few of its words is embedded: it is stated when its cosine
+    with the cited passages reaches ``tau_sim``.
+
+    >>> from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend
+    >>> embedder = CachedEmbedder(HashedNgramBackend(), EmbeddingCache(None))
+    >>> frame = pl.DataFrame({"response": ["Here is the answer: Paris lies in France. It has "
+    ...                                    "9 million people [2]."],
+    ...                       "contexts": [["Paris is in France.", "It has 2 million people."]]})
+    >>> row = claim_counts(frame, embedder).row(0, named=True)
+    >>> row["n_sentences"], row["n_supported"], row["supported_by"], row["unsupported"]
+    (2, 1, [1, None], ['"It has 9 million people [2]." — number 9 not in the passages'])
+    """
+    frame = frame.with_row_index("_row").with_columns(pl.col("_row").cast(pl.Int64))
+    question = pl.col("question") if "question" in frame.columns else pl.lit(None, pl.String)
+    lang = pl.col("lang") if "lang" in frame.columns else pl.lit(None, pl.String)
+    rows = frame.select(
+        "_row", split_sentences(pl.col("response")).alias("sentence"),
+        n_contexts(pl.col("contexts")).alias("n_contexts"),
+    )
+    passages = frame.select(
+        "_row", pl.col("contexts"), question.fill_null("").alias("question"), lang.alias("lang")
+    )
+    cited = parse_citation_markers(pl.col("sentence"))
+    sentences = (
+        rows.explode("sentence").drop_nulls("sentence")
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("_row").alias("_sentence"))
+        .filter(pl.col("n_contexts") > 0)  # without passages grounding does not apply
+        .join(passages, on="_row", how="left", maintain_order="left")
+        .with_columns(
+            strip_citation_markers(pl.col("sentence")).str.strip_chars().alias("claim"),
+            cited.list.set_intersection(pl.int_ranges(1, pl.col("n_contexts") + 1))
+            .list.unique(maintain_order=True).alias("_cited"),
+        )
+    )
+    folded = fold_phrases(abstention_phrases)
+    sentences = sentences.with_columns(
+        claims.is_claim(pl.col("claim"), pl.col("question"), folded).alias("_is_claim")
+    )
+    found = sentences.filter("_is_claim").with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_claim"),
+        pl.col("contexts").list.join("\n").alias("_all"),
+        pl.when(pl.col("_cited").list.len() > 0).then(
+            pl.col("contexts").list.gather(pl.col("_cited") - 1).list.join("\n")
+        ).alias("_cited_text"),
+    )
+    first = support.claim_support(
+        found.select("_row", "claim", "question", "lang",
+                     pl.coalesce("_cited_text", "_all").alias("evidence")),
+        tau_lex=tau_lex,
+    )
+    found = pl.concat([found, first], how="horizontal")
+    found = _cosine_fallback(found, embedder, tau_sim, frame.height)
+    again = found.filter(~pl.col("stated") & pl.col("_cited_text").is_not_null()
+                         & (pl.col("_cited_text") != pl.col("_all")))
+    second = support.claim_support(
+        again.select("_row", "claim", "question", "lang", pl.col("_all").alias("evidence")),
+        tau_lex=tau_lex,
+    ).select(pl.col("stated").alias("stated_all"), pl.col("reasons").alias("reasons_all"))
+    found = found.join(
+        pl.concat([again.select("_claim"), second], how="horizontal"), on="_claim", how="left",
+        maintain_order="left",
+    ).with_columns(
+        (pl.col("stated") | pl.col("stated_all").fill_null(False)).alias("supported"),
+        pl.col("stated_all").fill_null(False).alias("misattributed"),
+        pl.coalesce("reasons_all", "reasons").alias("reasons"),
+    )
+    found = found.join(_stating_passage(found), on="_claim", how="left", maintain_order="left")
+    return _claim_totals(rows, found)
+
+
+def _cosine_fallback(found: pl.DataFrame, embedder: Embedder, tau_sim: float, rows: int
+                     ) -> pl.DataFrame:
+    """A cited claim whose anchors are in its cited passages but too few of its words is
+    stated when ``cosine(claim, cited passages) >= tau_sim`` (rule 2's second way, as in the
+    version of the rule that read cited sentences only)."""
+    needs = (pl.col("_cited_text").is_not_null() & pl.col("anchored") & ~pl.col("lexical"))
+    mask = found.select(needs).to_series().to_numpy()
+    if not mask.any():
+        return found
+    chosen = found.filter(mask)
+    cosine = np.full(found.height, np.nan)
+    cosine[mask] = embedder.paired_dots(chosen["claim"], chosen["_cited_text"], rows=rows,
+                                        label="grounding")
+    series = pl.Series("_cosine", cosine, dtype=pl.Float64).fill_nan(None)
+    close = (series >= tau_sim).fill_null(False)
+    return found.with_columns(
+        (pl.col("stated") | close).alias("stated"),
+        pl.when(close).then(pl.lit([], pl.List(pl.String))).when(series.is_not_null()).then(
+            pl.col("reasons").list.concat(pl.concat_list(
+                pl.format("cosine {} < {}", series.round(2), pl.lit(tau_sim))))
+        ).otherwise(pl.col("reasons")).alias("reasons"),
+    )
+
+
+def _stating_passage(found: pl.DataFrame) -> pl.DataFrame:
+    """``_claim`` and ``supported_by``: for a supported claim, its first cited passage when
+    the cited passages state it, else the passage holding most of its stems."""
+    cited = found.filter(pl.col("stated")).select(
+        "_claim", pl.col("_cited").list.first().cast(pl.Int64).alias("supported_by")
+    ).drop_nulls()
+    rest = found.filter(pl.col("supported")).join(cited, on="_claim", how="anti")
+    if rest.is_empty():
+        return cited
+    each = rest.select(
+        "_claim", claims.stems(claims.readable(pl.col("claim"))).alias("cs"),
+        pl.col("contexts").alias("passage"),
+        pl.int_ranges(1, pl.col("contexts").list.len() + 1).alias("supported_by"),
+    ).explode("passage", "supported_by").with_columns(
+        claims.stems(claims.readable(pl.col("passage").fill_null(""))).list.set_intersection(
+            "cs").list.len().alias("_shared")
+    )
+    best = each.sort("_claim", "_shared", "supported_by", descending=[False, True, False]
+                     ).group_by("_claim", maintain_order=True).first()
+    return pl.concat([cited, best.select("_claim", pl.col("supported_by").cast(pl.Int64))])
+
+
+def _claim_totals(rows: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
+    """One row per input row: the counts and lists of :func:`claim_counts`."""
+    per_row = found.sort("_row", "_sentence").group_by("_row", maintain_order=True).agg(
+        pl.len().alias("n_sentences"),
+        pl.col("supported").sum().alias("n_supported"),
+        pl.col("misattributed").sum().alias("n_misattributed"),
+        pl.col("sentence").filter(~pl.col("supported")).first().str.strip_chars()
+        .alias("first_unsupported"),
+        pl.format('"{}" — {}', pl.col("sentence").str.strip_chars(),
+                  pl.col("reasons").list.join("; ")).filter(~pl.col("supported"))
+        .alias("unsupported"),
+        pl.col("supported_by"),
+    )
+    with_passages = pl.col("n_contexts") > 0
+    return rows.join(per_row, on="_row", how="left", maintain_order="left").select(
+        pl.col("n_sentences").fill_null(0).cast(pl.Int64),
+        pl.col("n_supported").fill_null(0).cast(pl.Int64),
+        pl.col("first_unsupported").cast(pl.String),
+        pl.when(with_passages).then(pl.col("unsupported").fill_null([]))
+        .cast(UNSUPPORTED_DTYPE).alias("unsupported"),
+        pl.when(with_passages).then(pl.col("n_misattributed").fill_null(0)).cast(pl.Int64)
+        .alias("n_misattributed"),
+        pl.when(with_passages).then(pl.col("supported_by").fill_null([]))
+        .cast(pl.List(pl.Int64)).alias("supported_by"),
+    )
 
 
 def _validity_reasons(abstention_phrases: Sequence[str]) -> pl.Expr:
@@ -239,203 +400,6 @@ def _with_empty_passages(pairs: pl.DataFrame, decided: pl.DataFrame) -> pl.DataF
     return pl.concat([decided, missing])
 
 
-def _evidence_rule(pairs: pl.DataFrame, embedder: Embedder, tau_sim: float, tau_lex: float,
-                   rows: int) -> pl.DataFrame:
-    """The default decision: every anchor of the claim (number, named entity, content
-    character bigram) is in the passage or the question, and either ``coverage >= tau_lex``
-    or ``cosine(claim, passage) >= tau_sim``. Only the claims whose decision hangs on the
-    cosine (anchors found, coverage below ``tau_lex``) are embedded."""
-    present = pairs.filter(pl.col("passage").is_not_null())
-    facts = claim_evidence(present)
-    anchored = (facts["missing_numbers"].list.len() == 0) & (
-        facts["missing_entities"].list.len() == 0
-    ) & (facts["missing_characters"].list.len() == 0)
-    lexical = facts["coverage"] >= tau_lex
-    says_something = present["claim"].str.contains(r"[\p{L}\p{N}]")
-    anchored = anchored & says_something
-    needs_cosine = (anchored & ~lexical).to_numpy()
-    cosine = np.full(present.height, np.nan)
-    cosine[needs_cosine] = _cosines(present.filter(needs_cosine), embedder, rows)
-    cosine_series = pl.Series("cosine", cosine, dtype=pl.Float64).fill_nan(None)
-    supported = anchored & (lexical | (cosine_series >= tau_sim).fill_null(False))
-    decided = present.select("_row", "_sentence").with_columns(
-        supported.alias("supported"),
-        pl.concat_list(
-            facts["missing_numbers"].to_frame().select(
-                pl.first().list.eval(pl.format("number {} not in the passage", pl.element()))
-            ).to_series(),
-            facts["missing_entities"].to_frame().select(
-                pl.first().list.eval(pl.format('"{}" not in the passage', pl.element()))
-            ).to_series(),
-            facts["missing_characters"].to_frame().select(
-                pl.first().list.eval(pl.format('"{}" not in the passage', pl.element()))
-            ).to_series(),
-            pl.when(~says_something).then(pl.lit(["the sentence has no words to support"]))
-            .otherwise(pl.lit([], pl.List(pl.String))),
-            pl.when(cosine_series.is_not_null() & (cosine_series < tau_sim)).then(
-                pl.concat_list(pl.format(
-                    "low similarity: {}% of its words in the passage (< {}%), cosine {} < {}",
-                    (facts["coverage"] * 100).round(0).cast(pl.Int64),
-                    pl.lit(round(tau_lex * 100)), cosine_series.round(2), pl.lit(tau_sim),
-                ))
-            ).otherwise(pl.lit([], pl.List(pl.String))),
-        ).alias("evidence"),
-    )
-    return _with_empty_passages(pairs, decided)
-
-
-def claim_evidence(pairs: pl.DataFrame) -> pl.DataFrame:
-    """The lexical evidence of each (``claim``, ``passage``, ``question``) row of ``pairs``
-    (:mod:`pipeline.text.evidence`), one output row per input row, in order:
-
-    * ``missing_numbers``: the claim's numbers found neither in the passage nor the question;
-    * ``missing_entities``: its capitalized runs with a content word found in neither;
-    * ``missing_characters``: runs of adjacent content bigrams (Han, kana, Thai) found in
-      neither, as the characters they span;
-    * ``coverage``: the share of the claim's *new* units (content words, character bigrams
-      and numbers not in the question) found in the passage; of all its units when none is
-      new; 1.0 when it has none.
-
-    >>> pairs = pl.DataFrame({"claim": ["The game was in Tampa, Florida in 2021.",
-    ...                                 "香港第五任行政长官：梁振英。"],
-    ...                       "passage": ["Played in Glendale, Arizona in 2021.",
-    ...                                   "第五任行政长官林郑月娥"],
-    ...                       "question": ["Where was the game?", "香港第五任行政长官？"]})
-    >>> claim_evidence(pairs).rows()
-    [([], ['Tampa, Florida'], [], 0.3333333333333333), ([], [], ['梁振英'], 0.0)]
-    """
-    question = pl.col("question").fill_null("")
-    # A passage or question is cited by several sentences: each distinct text is read once.
-    texts = pl.concat([pairs.select(pl.col("passage").alias("text")),
-                       pairs.select(question.alias("text"))]).unique()
-    read = texts.select(
-        "text", evidence.words(pl.col("text")).alias("w"),
-        evidence.numbers(pl.col("text")).alias("n"),
-    )
-    units = pairs.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
-        evidence.content_words(pl.col("claim")).alias("cw"),
-        evidence.numbers(pl.col("claim")).list.unique(maintain_order=True).alias("cn"),
-        pl.col("passage"), question.alias("question"),
-    ).join(read.rename({"text": "passage", "w": "pw", "n": "pn"}), on="passage", how="left",
-           maintain_order="left"
-    ).join(read.rename({"text": "question", "w": "qw", "n": "qn"}), on="question", how="left",
-           maintain_order="left").drop("passage", "question")
-    bigrams = _bigrams(pairs)
-    units = units.join(
-        bigrams.group_by("_pair").agg(pl.col("bigram").unique(maintain_order=True).alias("cb")),
-        on="_pair", how="left", maintain_order="left",
-    ).with_columns(pl.col("cb").fill_null(pl.lit([], pl.List(pl.String))))
-    # Bigrams are searched only in the texts of claims that have some (a null text finds none).
-    with_bigrams = pl.col("cb").list.len() > 0
-    empty = pl.lit([], pl.List(pl.String))
-    passage_text = pl.when(with_bigrams).then(pairs["passage"].str.to_lowercase())
-    question_text = pl.when(with_bigrams).then(
-        pairs["question"].fill_null("").str.to_lowercase()
-    )
-    # Per kind of unit (words, bigrams, numbers): the claim's units, those new to the question,
-    # those of them missing from the passage, and all its units found in the passage.
-    found = units.select(
-        "_pair",
-        pl.col("cw").list.set_difference("qw").alias("w_new"),
-        pl.col("cn").list.set_difference("qn").alias("n_new"),
-        pl.col("cb").list.set_difference(
-            evidence.found(question_text, pl.col("cb")).fill_null(empty)
-        ).alias("b_new"),
-        pl.col("cw").list.set_intersection("pw").list.len().alias("w_all"),
-        pl.col("cn").list.set_intersection("pn").list.len().alias("n_all"),
-        evidence.found(passage_text, pl.col("cb")).fill_null(empty).alias("b_found"),
-        (pl.col("cw").list.len() + pl.col("cb").list.len() + pl.col("cn").list.len())
-        .alias("n_units"),
-        "pw", "pn",
-    ).with_columns(
-        pl.col("w_new").list.set_difference("pw").alias("_miss_w"),
-        pl.col("n_new").list.set_difference("pn").alias("missing_numbers"),
-        pl.col("b_new").list.set_difference("b_found").alias("_miss_b"),
-    )
-    n_new = pl.sum_horizontal(pl.col(c).list.len() for c in ("w_new", "n_new", "b_new"))
-    n_missing = pl.sum_horizontal(
-        pl.col(c).list.len() for c in ("_miss_w", "missing_numbers", "_miss_b")
-    )
-    n_all_found = pl.col("w_all") + pl.col("n_all") + pl.col("b_found").list.len()
-    coverage = (
-        pl.when(n_new > 0).then((n_new - n_missing) / n_new)
-        .when(pl.col("n_units") > 0).then(n_all_found / pl.col("n_units"))
-        .otherwise(1.0)
-    )
-    found = found.with_columns(coverage.cast(pl.Float64).alias("coverage"))
-    return (
-        found.select("_pair", "missing_numbers", "coverage")
-        .join(_missing_entities(pairs, found), on="_pair", how="left", maintain_order="left")
-        .join(_missing_characters(bigrams, found), on="_pair", how="left",
-              maintain_order="left")
-        .select(
-            "missing_numbers",
-            pl.col("missing_entities").fill_null(pl.lit([], pl.List(pl.String))),
-            pl.col("missing_characters").fill_null(pl.lit([], pl.List(pl.String))),
-            "coverage",
-        )
-    )
-
-
-def _bigrams(pairs: pl.DataFrame) -> pl.DataFrame:
-    """One row per character bigram of each claim: ``_pair``, ``_run``, ``_offset``, ``bigram``
-    (a one-character run is its own unit)."""
-    runs = pairs.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
-        evidence.character_runs(pl.col("claim").str.to_lowercase()).alias("run"),
-    ).with_columns(pl.int_ranges(0, pl.col("run").list.len()).alias("_run"))
-    runs = runs.explode("run", "_run").drop_nulls("run")
-    return runs.with_columns(
-        pl.int_ranges(0, (pl.col("run").str.len_chars() - 1).clip(lower_bound=1)).alias("_offset")
-    ).explode("_offset").select(
-        "_pair", "_run", "_offset", "run",
-        pl.col("run").str.slice(pl.col("_offset"), 2).alias("bigram"),
-    )
-
-
-def _missing_entities(pairs: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
-    """``_pair`` and ``missing_entities``: the entities with a content word not found."""
-    spans = pairs.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
-        evidence.entities(pl.col("claim")).alias("entity"),
-    ).with_columns(pl.int_ranges(0, pl.col("entity").list.len()).alias("_entity"))
-    spans = spans.explode("entity", "_entity").drop_nulls("entity")
-    return (
-        spans.join(found.select("_pair", "_miss_w"), on="_pair", how="inner")
-        .filter(evidence.content_words(pl.col("entity")).list.set_intersection("_miss_w")
-                .list.len() > 0)
-        .group_by("_pair")
-        .agg(pl.col("entity").sort_by("_entity").unique(maintain_order=True)
-             .alias("missing_entities"))
-    )
-
-
-def _missing_characters(bigrams: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
-    """``_pair`` and ``missing_characters``: runs of adjacent anchor bigrams not found, as the
-    characters they cover (``梁振`` + ``振英`` -> ``梁振英``)."""
-    missing = found.select("_pair", pl.col("_miss_b").alias("bigram")).explode("bigram")
-    hits = (
-        bigrams.join(missing.drop_nulls(), on=["_pair", "bigram"], how="semi")
-        .filter(evidence.bigram_anchor(pl.col("bigram")))
-        .sort("_pair", "_run", "_offset")
-    )
-    block = pl.col("_offset") - pl.int_range(pl.len()).over("_pair", "_run")
-    return (
-        hits.with_columns(block.alias("_block"))
-        .group_by("_pair", "_run", "_block")
-        .agg(pl.col("run").first(), pl.col("_offset").min().alias("start"),
-             pl.col("_offset").max().alias("end"))
-        .with_columns(
-            pl.col("run").str.slice(pl.col("start"), pl.col("end") - pl.col("start") + 2)
-            .alias("span")
-        )
-        .sort("_pair", "_run", "start")
-        .group_by("_pair", maintain_order=True)
-        .agg(pl.col("span").unique(maintain_order=True).alias("missing_characters"))
-    )
-
-
 def n_contexts(contexts: pl.Expr) -> pl.Expr:
     """Passages retrieved for the row: the length of ``contexts``, 0 when it is null (Int64).
 
@@ -500,3 +464,27 @@ def faithfulness(
         .then(pl.lit(0.0, dtype=pl.Float64))
         .otherwise((0.6 + 0.4 * overlap.cast(pl.Float64)).clip(upper_bound=1.0))
     )
+
+
+def claim_faithfulness(n_supported: pl.Expr, n_claims: pl.Expr, n_contexts: pl.Expr) -> pl.Expr:
+    """The share of supported claims, RAGAS's faithfulness: null without passages (grounding
+    does not apply) or without claims (nothing asserted: an abstention, an empty response).
+
+    >>> pl.select(claim_faithfulness(pl.lit(1), pl.lit(4), pl.lit(2)),
+    ...           claim_faithfulness(pl.lit(0), pl.lit(0), pl.lit(2)).alias("none")).row(0)
+    (0.25, None)
+    """
+    return pl.when((n_contexts > 0) & (n_claims > 0)).then(
+        n_supported.cast(pl.Float64) / n_claims.cast(pl.Float64)
+    )
+
+
+def hallucination(n_supported: pl.Expr, n_claims: pl.Expr, n_contexts: pl.Expr) -> pl.Expr:
+    """1 when some claim is unsupported, 0 when none is (also with no claim), null without
+    passages (Int8): the response-level label of RAGTruth.
+
+    >>> pl.select(hallucination(pl.lit(1), pl.lit(2), pl.lit(1)),
+    ...           hallucination(pl.lit(0), pl.lit(0), pl.lit(0)).alias("none")).row(0)
+    (1, None)
+    """
+    return pl.when(n_contexts > 0).then((n_supported < n_claims).cast(pl.Int8))

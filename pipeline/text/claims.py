@@ -1,0 +1,330 @@
+"""What a sentence asserts, read as people write it: units of the evidence rule (version 2).
+
+The default grounding rule (:mod:`pipeline.metrics.embedding.grounding`, docs/grounding.md)
+compares the units of a claim with those of the passages. This module reads them from text as
+written, as polars expressions (no per-row Python):
+
+* **frames** (:data:`FRAMES`): discourse frames that assert nothing about the world
+  (``according to the passage``, ``based on the provided context``, ``根据文档``, ``答案是``,
+  ``laut dem Text``, ``d'après le document``, ``según el texto``) are removed first;
+* **words**: lowercased runs of letters, marks and digits; ``%`` reads as ``percent``, a
+  camelCase key of a record as its words (``OutdoorSeating`` -> ``outdoor seating``); number
+  words (``five``, ``fünf``, ``cinq``, ``cinco``) read as their digits and unit words as one
+  name (``metres``, ``Metern``, ``m`` -> ``m``) by :data:`WORD_FORMS`;
+* **stems**: a content word (not a stopword of :func:`stopwords`, not all digits) cut to its
+  first :data:`STEM_LENGTH` characters, so inflections meet (``Metern``/``Meter``,
+  ``acquired``/``acquires``, ``reservations``/``reservation``): a truncation stemmer, the same
+  for every Latin-script language;
+* **numbers**: digit runs with inner separators; a ``,`` or ``.`` followed by exactly three
+  digits is a thousands separator, any other is a decimal point (``1,642`` = ``1.642`` =
+  ``1642``, ``3,5`` = ``3.5``), and number words count as numbers;
+* **names**: capitalized words that are not the first word of their sentence (a sentence-
+  initial capital is grammar), not stopwords, in a run (``Simona Halep``); German capitalizes
+  every noun, so rows of language ``de`` have no capital-based names; an all-capitals
+  abbreviation (``WHO``) and the initials of a capitalized run (``World Health Organization``)
+  name the same thing.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import polars as pl
+
+from pipeline.rules.files import STOPWORDS_FILE, read_text
+
+#: Characters kept of a content word (truncation stemming).
+STEM_LENGTH = 5
+
+_WORD = r"[^\W_]+"
+_NUMBER = r"\p{Nd}+(?:[.,]\p{Nd}+)*"
+
+#: Discourse frames: they say where a statement comes from or that an answer follows, and
+#: assert nothing; removed before the units are read (case-insensitive).
+FRAMES: tuple[str, ...] = (
+    r"\b(?:according to|based on|as (?:stated|mentioned|described|noted|shown) in|as per|"
+    r"from|in)\s+(?:the\s+)?(?:provided\s+|given\s+|available\s+|retrieved\s+|above\s+|"
+    r"structured\s+|information\s+in\s+the\s+)?(?:passages?|documents?|context|contexts|texts?|"
+    r"articles?|sources?|data|information|records?|excerpts?|snippets?|search results?|"
+    r"json(?: data| object)?|reviews?)\b(?:\s+(?:provided|given|above))?",
+    r"\b(?:the\s+)?(?:passages?|documents?|context|texts?|articles?|sources?|data|"
+    r"information|records?)\s+(?:provided\s+|given\s+)?(?:states?|says?|mentions?|notes?|"
+    r"indicates?|suggests?|explains?|describes?|shows?|reports?)(?:\s+that)?\b",
+    r"\bhere(?:'s| is| are)\s+(?:a|an|the|my)?\s*(?:brief\s+|short\s+|concise\s+|objective\s+)?"
+    r"(?:summary|overview|answer|description)\b",
+    r"根据(?:提供的|所给的|给出的|上述)?(?:文档|文章|材料|资料|信息|上下文|内容|段落|文本)(?:中|内容)?",
+    r"(?:文档|文章|材料|资料)(?:中)?(?:提到|指出|显示|表明|说明)",
+    r"的?答案(?:是|为)",
+    r"\b(?:laut|gemäß|nach)\s+(?:dem|der|den)\s+(?:Text|Dokument|Artikel|Passage|Quelle|"
+    r"Abschnitt|Kontext)(?:en|s)?\b",
+    r"\b(?:dem|der)\s+(?:Text|Dokument|Artikel|Quelle)\s+zufolge\b",
+    r"\b(?:d'après|d’après|selon)\s+(?:le|la|les|l'|l’)\s*(?:document|texte|passage|article|"
+    r"source|contexte)s?\b",
+    r"\b(?:según|de acuerdo con)\s+(?:el|la|los|las)\s+(?:texto|documento|pasaje|artículo|"
+    r"fuente|contexto)s?\b",
+)
+
+#: Word forms read as one form: number words as digits, unit words as one name.
+WORD_FORMS: dict[str, str] = {
+    # "one" is a pronoun as often as a number ("one of the best"): not read as 1.
+    **dict.fromkeys(("two", "zwei", "deux", "dos"), "2"),
+    **dict.fromkeys(("three", "drei", "trois", "tres"), "3"),
+    **dict.fromkeys(("four", "vier", "quatre", "cuatro"), "4"),
+    **dict.fromkeys(("five", "fünf", "cinq", "cinco"), "5"),
+    **dict.fromkeys(("six", "sechs", "seis"), "6"),
+    **dict.fromkeys(("seven", "sieben", "sept", "siete"), "7"),
+    **dict.fromkeys(("eight", "acht", "huit", "ocho"), "8"),
+    **dict.fromkeys(("nine", "neun", "neuf", "nueve"), "9"),
+    **dict.fromkeys(("ten", "zehn", "dix", "diez"), "10"),
+    **dict.fromkeys(("eleven", "elf", "onze", "once"), "11"),
+    **dict.fromkeys(("twelve", "zwölf", "douze", "doce"), "12"),
+    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+    "eighteen": "18", "nineteen": "19",
+    **dict.fromkeys(("twenty", "zwanzig", "vingt", "veinte"), "20"),
+    **dict.fromkeys(("thirty", "dreißig", "trente", "treinta"), "30"),
+    "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80",
+    "ninety": "90",
+    **dict.fromkeys(("hundred", "hundert", "cent", "cien", "ciento"), "100"),
+    **dict.fromkeys(("thousand", "tausend", "mille", "mil"), "1000"),
+    **dict.fromkeys(("first", "erste", "ersten", "premier", "première", "primero", "primera"),
+                    "1st"),
+    **dict.fromkeys(("second", "zweite", "zweiten", "deuxième", "segundo", "segunda"), "2nd"),
+    **dict.fromkeys(("third", "dritte", "dritten", "troisième", "tercero", "tercera"), "3rd"),
+    **dict.fromkeys(("m", "meter", "meters", "metre", "metres", "metern", "mètre", "mètres",
+                     "metro", "metros"), "m"),
+    **dict.fromkeys(("km", "kilometer", "kilometers", "kilometre", "kilometres",
+                     "kilometern", "kilomètre", "kilomètres", "kilómetro", "kilómetros"), "km"),
+    **dict.fromkeys(("kg", "kilogram", "kilograms", "kilogramm", "kilogramme",
+                     "kilogrammes", "kilogramo", "kilogramos"), "kg"),
+    **dict.fromkeys(("percent", "percentage", "prozent", "pourcent", "porcentaje", "ciento"),
+                    "percent"),
+    **dict.fromkeys(("min", "mins", "minute", "minutes", "minuten", "minutos"), "minute"),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours", "stunde", "stunden", "heure", "heures",
+                     "hora", "horas"), "hour"),
+    **dict.fromkeys(("usd", "dollar", "dollars", "$"), "dollar"),
+    **dict.fromkeys(("eur", "euro", "euros", "€"), "euro"),
+}
+
+#: Words of Latin-script languages other than English that assert nothing by themselves
+#: (articles, pronouns, prepositions, auxiliaries): added to the English stopword list.
+_OTHER_STOPWORDS = (
+    "der die das den dem des ein eine einer eines einem einen und oder aber ist sind war waren "
+    "wird werden wurde wurden hat haben hatte im in am an auf aus bei mit nach von vor zu zum "
+    "zur für über unter als wie auch nicht es sie er wir ihr sich dass daß so noch nur sehr "
+    "le la les l un une des du de d et ou mais est sont était étaient a ont avait au aux dans "
+    "sur pour par avec sans en ce cette ces il elle ils elles on nous vous qui que qu ne pas "
+    "plus se sa son ses leur leurs été être "
+    "el los las lo unos unas del al y o pero es son era eran fue fueron ha han había en con "
+    "por para sin sobre su sus se que muy más también como este esta estos estas ese esa"
+).split()
+
+#: Words that frame, report or qualify rather than assert (what a summary or description adds
+#: around the facts of its source): not content units.
+FRAME_WORDS = (
+    "according based provided provide provides providing given mention mentions mentioned "
+    "mentioning state states stated note notes noted noting indicate indicates indicated "
+    "suggest suggests suggested describe describes described description report reports "
+    "reported reporting say says said explain explains explained information info detail "
+    "details passage passages document documents context text article source sources data "
+    "overall summary overview also however although though additionally furthermore moreover "
+    "therefore thus finally well including include includes included various several many "
+    "some other others certain specific particular available known regarding respectively "
+    "answer question specifically generally typically usually often like such way ways "
+    "thing things aspect aspects fact"
+).split()
+
+
+_NUMBER_WORDS = sorted(w for w, form in WORD_FORMS.items() if form.isdigit())
+
+
+@cache
+def stopwords() -> frozenset[str]:
+    """The bundled English stopword list, the stopwords of German, French and Spanish of
+    :data:`_OTHER_STOPWORDS` and :data:`FRAME_WORDS`: words that are not content units.
+
+    >>> {"the", "der", "according", "mentioned"} <= stopwords(), "florida" in stopwords()
+    (True, False)
+    """
+    text, _ = read_text(None, STOPWORDS_FILE)
+    words = (line.split("#", 1)[0].strip().lower() for line in text.splitlines())
+    return frozenset(w for w in words if w) | frozenset(_OTHER_STOPWORDS) | frozenset(FRAME_WORDS)
+
+
+def without_frames(text: pl.Expr) -> pl.Expr:
+    """``text`` with its discourse frames (:data:`FRAMES`) removed.
+
+    >>> pl.select(without_frames(pl.lit("According to the passage, Paris is big."))).item()
+    ', Paris is big.'
+    >>> pl.select(without_frames(pl.lit("根据文档，答案是北京。"))).item()
+    '，北京。'
+    """
+    for frame in FRAMES:
+        text = text.str.replace_all(f"(?i){frame}", "")
+    return text
+
+
+def readable(text: pl.Expr) -> pl.Expr:
+    """``text`` with ``%`` as `` percent ``, camelCase keys as words (``OutdoorSeating`` ->
+    ``Outdoor Seating``, ``WiFi`` -> ``Wi Fi``) and times of day on 24 hours without zero
+    minutes (``5:00 PM`` -> ``17``, ``17:0`` -> ``17``, ``7:30 a.m.`` -> ``7:30``, noon ``12``).
+
+    >>> pl.select(readable(pl.lit("Open 11 AM to 5:00 p.m., 'Monday': '11:0-17:0'"))).item()
+    "Open 11 to 17, 'Monday': '11-17'"
+
+    >>> pl.select(readable(pl.lit("3.5% 'OutdoorSeating': True, Wi-Fi"))).item()
+    "3.5 percent  'Outdoor Seating': True, Wi-Fi"
+    """
+    text = (
+        text.str.replace_all("%", " percent ")
+        .str.replace_all(r"(\p{Ll})(\p{Lu}\p{Ll})", "$1 $2")
+        .str.replace_all(r"(?i)\bnoon\b", "12").str.replace_all(r"(?i)\bmidnight\b", "0")
+        .str.replace_all(r"\b(\d{1,2}):00?\b", "$1")
+        .str.replace_all(r"(?i)\b12(:\d\d)?\s*a\.?\s?m\b\.?", "0$1")
+        .str.replace_all(r"(?i)\b(\d{1,2})(:\d\d)?\s*a\.?\s?m\b\.?", "$1$2")
+    )
+    for hour in range(1, 12):  # 5 pm -> 17
+        text = text.str.replace_all(rf"(?i)\b{hour}(:\d\d)?\s*p\.?\s?m\b\.?", f"{hour + 12}$1")
+    return text.str.replace_all(r"(?i)\b12(:\d\d)?\s*p\.?\s?m\b\.?", "12$1")
+
+
+def words(text: pl.Expr) -> pl.Expr:
+    """The lowercased words of ``text`` with number and unit words read by
+    :data:`WORD_FORMS` (``List[String]``, in order).
+
+    >>> pl.select(words(pl.lit("Five metres, 3.5 percent"))).item().to_list()
+    ['5', 'm', '3', '5', 'percent']
+    """
+    forms = pl.element().replace(WORD_FORMS)
+    return text.str.to_lowercase().str.extract_all(_WORD).list.eval(forms)
+
+
+def stems(text: pl.Expr) -> pl.Expr:
+    """The distinct content stems of ``text``: words that are not stopwords nor all digits,
+    cut to :data:`STEM_LENGTH` characters.
+
+    >>> pl.select(stems(pl.lit("Die Zugspitze ist 2962 Meter hoch; sie wurde erstiegen"))
+    ...           ).item().to_list()
+    ['zugsp', 'm', 'hoch', 'ersti']
+    """
+    stop = sorted(stopwords())
+    content = pl.element().filter(
+        ~pl.element().is_in(stop) & ~pl.element().str.contains(r"^\p{Nd}+(?:st|nd|rd)?$")
+    ).str.slice(0, STEM_LENGTH)
+    return words(text).list.eval(content).list.unique(maintain_order=True)
+
+
+def numbers(text: pl.Expr) -> pl.Expr:
+    """The distinct numbers of ``text`` in one form (``List[String]``): a ``,`` or ``.``
+    before exactly three digits separates thousands, any other is a decimal point; number
+    words count (:data:`WORD_FORMS`).
+
+    >>> pl.select(numbers(pl.lit("1,642 m, 1.642 m, 3,5 %, five days, 2.75, 4.0"))).item().to_list()
+    ['1642', '3.5', '2.75', '4', '5']
+    """
+    thousands = r"(\p{Nd})[.,](\p{Nd}{3})\b"
+    digits = (
+        text.str.replace_all(thousands, "${1}${2}").str.replace_all(thousands, "${1}${2}")
+        .str.extract_all(_NUMBER)
+        .list.eval(pl.element().str.replace_all(",", ".").str.replace(r"\.0+$", ""))
+    )
+    spelled = text.str.to_lowercase().str.extract_all(_WORD).list.eval(
+        pl.element().filter(pl.element().is_in(_NUMBER_WORDS)).replace(WORD_FORMS)
+    )
+    return digits.list.concat(spelled).list.unique(maintain_order=True)
+
+
+#: A capitalized word as written (``Halep``, ``O'Malley``, ``U.S``, ``WHO``).
+_NAME_WORD = r"\p{Lu}(?:[\p{L}\p{M}\p{Nd}'’\-]|\.\p{Lu})*"
+#: Languages that capitalize every noun: capitals there name nothing by themselves.
+NOUN_CAPITALIZING = ("de",)
+
+
+def names(text: pl.Expr, lang: pl.Expr | None = None) -> pl.Expr:
+    """The names of ``text``: runs of capitalized words (joined by a space) whose first word
+    is not the first word of the text, each run lowercased; a run that starts the text counts
+    from its second word (``Simona Halep won`` -> ``halep``). Words of :func:`stopwords` are
+    not names. Empty for ``lang`` in :data:`NOUN_CAPITALIZING`.
+
+    >>> pl.select(names(pl.lit("Staff say the WHO met Simona Halep in Tampa, Florida."))
+    ...           ).item().to_list()
+    ['who', 'simona halep', 'tampa', 'florida']
+    """
+    body = text.str.strip_chars_start(" \t\n\"'“‘(*-•").str.replace(
+        rf"^{_NAME_WORD}[,:]?\s*", ""
+    )
+    stop = sorted(stopwords())
+    name_word = ~pl.element().str.to_lowercase().is_in(stop) | pl.element().str.contains(
+        r"^\p{Lu}{2,}$"
+    )
+    runs = body.str.extract_all(rf"{_NAME_WORD}(?: {_NAME_WORD})*").list.eval(
+        pl.element().str.split(" ").list.eval(pl.element().filter(name_word))
+        .list.join(" ").str.to_lowercase()
+    ).list.eval(pl.element().filter(pl.element() != "")).list.unique(maintain_order=True)
+    if lang is None:
+        return runs
+    return pl.when(lang.is_in(NOUN_CAPITALIZING).fill_null(False)).then(
+        pl.lit([], pl.List(pl.String))
+    ).otherwise(runs)
+
+
+def initials(text: pl.Expr) -> pl.Expr:
+    """The initials of the capitalized runs of ``text`` of two words or more, lowercased
+    (``World Health Organization`` -> ``who``; small words inside a run are skipped):
+    an abbreviation found there names the same thing.
+
+    >>> pl.select(initials(pl.lit("the World Health Organization and the Bank of England"))
+    ...           ).item().to_list()
+    ['who', 'be']
+    """
+    run = rf"{_NAME_WORD}(?:\s+(?:of|and|for|the|de|du|des|der|für|del|y)?\s*{_NAME_WORD})+"
+    return text.str.extract_all(run).list.eval(
+        pl.element().str.extract_all(r"\b\p{Lu}").list.join("").str.to_lowercase()
+    )
+
+
+#: Sentences that say what the sources do not say, or introduce what follows: they assert
+#: nothing about the world and are not claims (case-insensitive).
+NOT_CLAIMS: tuple[str, ...] = (
+    r":\s*$",  # a header: "The benefits include:"
+    r"^\W*(?:sure|certainly|of course|hello|hi|thanks?(?: you)?|great question)\W*$",
+    r"\b(?:passages?|documents?|context|contexts|texts?|articles?|sources?|data|information|"
+    r"records?|reviews?)\s+(?:provided\s+|given\s+)?(?:do|does|did)\s*(?:not|n't)\b",
+    r"\b(?:not|n't)\s+(?:\w+\s+){0,2}(?:mentioned|specified|stated|given|listed|included|"
+    r"provided|available|indicated|clear)\s+(?:in|by|from)\s+(?:the\s+)?(?:provided\s+|given\s+|"
+    r"structured\s+)?(?:passages?|documents?|context|texts?|articles?|sources?|data|"
+    r"information|records?)",
+    r"\b(?:no|not enough|insufficient)\s+(?:specific\s+|further\s+|additional\s+)?"
+    r"information\s+(?:about|on|regarding|is|was|in)\b",
+    r"\b(?:do|does|did)\s*(?:not|n't)\s+(?:specify|mention|say|state|indicate|clarify)\b",
+    r"\bunable to (?:determine|answer|find)\b|\bcannot be determined\b",
+    r"(?:未|没有)(?:提及|提到|说明)|无法(?:回答|确定)|我不知道|信息不足",
+    r"\b(?:nicht|keine)\s+(?:\w+\s+){0,2}(?:erwähnt|angegeben|genannt)\b|weiß es nicht",
+    r"\bne\s+(?:\w+\s+){0,2}(?:mentionne|précise|indique)\s+pas\b|\bje ne sais pas\b",
+    r"\bno\s+(?:\w+\s+){0,2}(?:menciona|especifica|indica)\b|\bno lo sé\b",
+)
+
+
+def is_claim(sentence: pl.Expr, question: pl.Expr, abstention: list[str]) -> pl.Expr:
+    """Whether ``sentence`` asserts something about the world: not a header, a greeting, a
+    statement of what the sources do not say (:data:`NOT_CLAIMS`), an abstention (its folded
+    text holds one of the folded ``abstention`` phrases), nor a restatement of the question
+    (no content stem, number or name outside the question).
+
+    >>> frame = pl.DataFrame({"s": ["Here is a summary:", "The passages do not mention it.",
+    ...                             "What is a water pik?", "A water pik cleans teeth."]})
+    >>> frame.select(is_claim(pl.col("s"), pl.lit("What is a water pik?"), [])
+    ...              ).to_series().to_list()
+    [False, False, False, True]
+    """
+    text = sentence.str.strip_chars()
+    says_nothing = pl.any_horizontal(text.str.contains(f"(?i){p}") for p in NOT_CLAIMS)
+    folded = text.str.to_lowercase().str.replace_all("’", "'")
+    abstains = folded.str.contains_any(abstention) if abstention else pl.lit(False)
+    claim = readable(without_frames(text))
+    given = readable(question.fill_null(""))
+    new = (
+        stems(claim).list.set_difference(stems(given)).list.len()
+        + numbers(claim).list.set_difference(numbers(given)).list.len()
+        + claim.str.count_matches(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}]")
+    )
+    return ~says_nothing & ~abstains & (new > 0)
