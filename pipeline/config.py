@@ -145,7 +145,7 @@ DEFAULT_GROUNDING_RULE = "evidence"
 #: words alone to support it (below it, the cosine decides).
 DEFAULT_TAU_LEX = 0.5
 #: Version of the ``evidence`` rule in the signature (its units and checks, docs/grounding.md).
-GROUNDING_RULE_VERSION = "v1"
+GROUNDING_RULE_VERSION = "v2"
 #: The same threshold calibrated for the ``static`` backend, its default: the τ whose decisions
 #: agree best with MiniLM's at 0.65 on generated claim/passage pairs (docs/embeddings.md).
 STATIC_TAU_SIM = 0.74
@@ -547,7 +547,7 @@ class Config:
         return tuple(sorted(chosen, key=lambda d: d.name))
 
     def grounding_signature(self) -> str:
-        """The grounding rule's part of the signature, ``|`` included: ``ground:evidence-v1|
+        """The grounding rule's part of the signature, ``|`` included: ``ground:evidence-v2|
         lex:0.5|`` for the default rule, nothing for ``cosine`` (whose decision ``tau``
         already describes, so the core RAG tool's signature is unchanged)."""
         if self.grounding_rule == "cosine":

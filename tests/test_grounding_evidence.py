@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from pipeline.config import Config
 from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend
-from pipeline.metrics.embedding.grounding import claim_evidence, grounding_counts
+from pipeline.metrics.embedding.grounding import grounding_counts
+from pipeline.metrics.embedding.support import claim_support
 
 ROOT = Path(__file__).resolve().parents[1]
 RGB_DIR = ROOT.parent / "shared" / "data" / "rgb"
@@ -165,11 +166,14 @@ def test_no_passage_means_grounding_does_not_apply():
     assert out["first_unsupported"].to_list() == [None, None]
 
 
-def test_claim_evidence_numbers_are_whole_numbers():
+def test_claim_support_numbers_are_whole_numbers():
     pairs = pl.DataFrame({"claim": ["It has 70 seats.", "It grew 2.3%.", "1,361 jobs."],
-                          "passage": ["It has 170 seats.", "It grew 12.3% or 2.3%.", "1361 jobs"],
-                          "question": [None, None, None]})
-    assert claim_evidence(pairs)["missing_numbers"].to_list() == [["70"], [], []]
+                          "evidence": ["It has 170 seats.", "It grew 12.3% or 2.3%.",
+                                       "1361 jobs"],
+                          "question": [None, None, None], "lang": ["en"] * 3, "_row": [0, 1, 2]},
+                         schema_overrides={"question": pl.String})
+    reasons = claim_support(pairs, tau_lex=0.5)["reasons"].to_list()
+    assert reasons == [["number 70 not in the passages"], [], []]
 
 
 @settings(max_examples=60, deadline=None)
@@ -191,7 +195,7 @@ def test_a_sentence_quoted_from_its_passage_is_supported(words, others):
 
 
 def test_default_rule_and_thresholds_are_in_the_signature():
-    assert "ground:evidence-v1|lex:0.5|" in Config().signature()
+    assert "ground:evidence-v2|lex:0.5|" in Config().signature()
     assert "ground:" not in Config(compat_preset="core-rag").signature()
     assert Config(compat_preset="core-rag").grounding_rule == "cosine"
     assert Config(tau_lex=0.7).signature() != Config().signature()

@@ -50,6 +50,8 @@ FRAMES: tuple[str, ...] = (
     r"\b(?:the\s+)?(?:passages?|documents?|context|texts?|articles?|sources?|data|"
     r"information|records?)\s+(?:provided\s+|given\s+)?(?:states?|says?|mentions?|notes?|"
     r"indicates?|suggests?|explains?|describes?|shows?|reports?)(?:\s+that)?\b",
+    r"\(?\b(?:passages?|documents?|docs?|sources?|contexts?|excerpts?|articles?|reviews?)\s*"
+    r"\[?\d+\]?(?:\s*(?:,|&|and|or)\s*\[?\d+\]?)*\)?",
     r"\bhere(?:'s| is| are)\s+(?:a|an|the|my)?\s*(?:brief\s+|short\s+|concise\s+|objective\s+)?"
     r"(?:summary|overview|answer|description)\b",
     r"根据(?:提供的|所给的|给出的|上述)?(?:文档|文章|材料|资料|信息|上下文|内容|段落|文本)(?:中|内容)?",
@@ -76,7 +78,7 @@ WORD_FORMS: dict[str, str] = {
     **dict.fromkeys(("eight", "acht", "huit", "ocho"), "8"),
     **dict.fromkeys(("nine", "neun", "neuf", "nueve"), "9"),
     **dict.fromkeys(("ten", "zehn", "dix", "diez"), "10"),
-    **dict.fromkeys(("eleven", "elf", "onze", "once"), "11"),
+    **dict.fromkeys(("eleven", "elf", "onze"), "11"),
     **dict.fromkeys(("twelve", "zwölf", "douze", "doce"), "12"),
     "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
     "eighteen": "18", "nineteen": "19",
@@ -84,7 +86,7 @@ WORD_FORMS: dict[str, str] = {
     **dict.fromkeys(("thirty", "dreißig", "trente", "treinta"), "30"),
     "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80",
     "ninety": "90",
-    **dict.fromkeys(("hundred", "hundert", "cent", "cien", "ciento"), "100"),
+    **dict.fromkeys(("hundred", "hundert", "cien", "ciento"), "100"),
     **dict.fromkeys(("thousand", "tausend", "mille", "mil"), "1000"),
     **dict.fromkeys(("first", "erste", "ersten", "premier", "première", "primero", "primera"),
                     "1st"),
@@ -130,7 +132,7 @@ FRAME_WORDS = (
     "therefore thus finally well including include includes included various several many "
     "some other others certain specific particular available known regarding respectively "
     "answer question specifically generally typically usually often like such way ways "
-    "thing things aspect aspects fact"
+    "thing things aspect aspects fact ask asks asked asking yes"
 ).split()
 
 
@@ -153,8 +155,9 @@ def stopwords() -> frozenset[str]:
 def without_frames(text: pl.Expr) -> pl.Expr:
     """``text`` with its discourse frames (:data:`FRAMES`) removed.
 
-    >>> pl.select(without_frames(pl.lit("According to the passage, Paris is big."))).item()
-    ', Paris is big.'
+    >>> pl.select(without_frames(pl.lit("According to the passage, Paris is big (Passage 2)."))
+    ...           ).item()
+    ', Paris is big .'
     >>> pl.select(without_frames(pl.lit("根据文档，答案是北京。"))).item()
     '，北京。'
     """
@@ -227,7 +230,9 @@ def numbers(text: pl.Expr) -> pl.Expr:
         .str.extract_all(_NUMBER)
         .list.eval(pl.element().str.replace_all(",", ".").str.replace(r"\.0+$", ""))
     )
-    spelled = text.str.to_lowercase().str.extract_all(_WORD).list.eval(
+    # A number word in a compound ("three-person") describes rather than counts.
+    spelled = text.str.to_lowercase().str.replace_all(r"[^\W_]+-", " ").str.extract_all(
+        _WORD).list.eval(
         pl.element().filter(pl.element().is_in(_NUMBER_WORDS)).replace(WORD_FORMS)
     )
     return digits.list.concat(spelled).list.unique(maintain_order=True)
@@ -286,7 +291,9 @@ def initials(text: pl.Expr) -> pl.Expr:
 #: nothing about the world and are not claims (case-insensitive).
 NOT_CLAIMS: tuple[str, ...] = (
     r":\s*$",  # a header: "The benefits include:"
-    r"^\W*(?:sure|certainly|of course|hello|hi|thanks?(?: you)?|great question)\W*$",
+    r"^\W*(?:\d{1,2}|[a-z])[.)]?\W*$",  # a list item's number: "1."
+    r"^\W*(?:sure|certainly|of course|hello|hi|thanks?(?: you)?|great question|yes|no|"
+    r"ja|nein|oui|non|sí|是的|不是)\W*$",
     r"\b(?:passages?|documents?|context|contexts|texts?|articles?|sources?|data|information|"
     r"records?|reviews?)\s+(?:provided\s+|given\s+)?(?:do|does|did)\s*(?:not|n't)\b",
     r"\b(?:not|n't)\s+(?:\w+\s+){0,2}(?:mentioned|specified|stated|given|listed|included|"
@@ -328,3 +335,21 @@ def is_claim(sentence: pl.Expr, question: pl.Expr, abstention: list[str]) -> pl.
         + claim.str.count_matches(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}]")
     )
     return ~says_nothing & ~abstains & (new > 0)
+
+
+#: Openers of a sentence that sums up what the answer said before (``Overall, ...``,
+#: ``In summary, ...``): such a sentence is held to its anchors only, not to its wording.
+SUMMING_UP = (
+    r"(?i)^\W*(?:overall|in summary|in conclusion|to summarize|to sum up|in short|therefore|"
+    r"thus|hence|so|ultimately|in general|all in all|insgesamt|zusammenfassend|en résumé|"
+    r"en conclusion|en resumen|en conclusión|总之|总的来说|综上所述)\b"
+)
+
+
+def sums_up(sentence: pl.Expr) -> pl.Expr:
+    """Whether ``sentence`` opens as a conclusion of the answer (:data:`SUMMING_UP`).
+
+    >>> pl.select(sums_up(pl.lit("Overall, the tool is useful."))).item()
+    True
+    """
+    return sentence.str.contains(SUMMING_UP)

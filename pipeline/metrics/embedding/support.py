@@ -91,11 +91,11 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         claims.stems(pl.col("_readable")).alias("stems"),
         claims.numbers(pl.col("_readable")).alias("numbers"),
         claims.initials(pl.col("text")).alias("initials"),
-        pl.col("_readable").str.to_lowercase().str.extract_all(r"[^\W_]+").list.unique()
-        .alias("words"),
+        pl.col("_readable").str.to_lowercase().str.extract_all(r"[^\W_]+")
+        .list.eval(pl.element().str.slice(0, claims.STEM_LENGTH)).list.unique().alias("words"),
     )
     units = pairs.select(
-        "_pair", "_row", "evidence", "question",
+        "_pair", "_row", "evidence", "question", "claim",
         claims.stems(pl.col("_claim_text")).alias("cs"),
         claims.numbers(pl.col("_claim_text")).alias("cn"),
         claims.names(pl.col("_claim_text"), pl.col("lang")).alias("names"),
@@ -141,7 +141,7 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         (pl.col("missing_numbers").list.len() == 0) & (pl.col("missing_names").list.len() == 0)
         & (pl.col("missing_characters").list.len() == 0) & (pl.col("conflicts").list.len() == 0)
     )
-    lexical = (pl.col("coverage") >= tau_lex) & ~(
+    lexical = claims.sums_up(pl.col("claim")) | (pl.col("coverage") >= tau_lex) & ~(
         (pl.col("n_heavy_missing") >= MAX_HEAVY_MISSING)
         & (pl.col("coverage") < SPECIFIC_COVERAGE)
     )
@@ -172,16 +172,19 @@ def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
     names = found.select("_pair", "names", "es", "qs", "ei", "qi", "ew", "qw").explode(
         "names"
     ).drop_nulls("names")
-    words = pl.col("names").str.split(" ")
+    words = pl.col("names").str.replace_all(r"[.'’]", "").str.extract_all(r"[^\W_]+")
     stems = words.list.eval(pl.element().str.slice(0, claims.STEM_LENGTH))
     acronym = words.list.eval(pl.element().str.slice(0, 1)).list.join("")
-    known = pl.concat_list("es", "qs")
+    known = pl.concat_list("ew", "qw")
     present = (
         (stems.list.set_difference(known).list.len() == 0)
-        | pl.concat_list("ei", "qi").list.contains(pl.col("names"))
-        | ((words.list.len() > 1) & pl.concat_list("ew", "qw").list.contains(acronym))
+        | pl.concat_list("ei", "qi").list.contains(words.list.join(""))
+        | ((words.list.len() > 1) & known.list.contains(acronym))
     )
-    return names.filter(~present).group_by("_pair", maintain_order=True).agg(
+    # A one-word capitalized common word (WordNet gives it many senses: "Earth", "Staff") is
+    # no name.
+    common = (words.list.len() == 1) & stems.list.first().is_in(light_stems()["stem"].implode())
+    return names.filter(~present & ~common).group_by("_pair", maintain_order=True).agg(
         pl.col("names").unique(maintain_order=True).alias("missing_names")
     )
 
