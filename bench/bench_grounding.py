@@ -50,7 +50,8 @@ from grounding_claims import labeled_claims, slice_claims  # noqa: E402
 
 from pipeline.config import BACKEND_TAU_SIM, DEFAULT_TAU_LEX, DEFAULT_TAU_SIM  # noqa: E402
 from pipeline.embed import make_embedder  # noqa: E402
-from pipeline.metrics.embedding.grounding import claim_evidence, grounding_counts  # noqa: E402
+from pipeline.metrics.embedding.grounding import grounding_counts  # noqa: E402
+from pipeline.metrics.embedding.support import claim_support  # noqa: E402
 from pipeline.text.sentences import split_sentences  # noqa: E402
 
 RGB_DIR = ROOT.parent / "shared" / "data" / "rgb"
@@ -106,11 +107,12 @@ def calibrate(claims: pl.DataFrame, backend: str) -> dict[str, dict[str, object]
         pl.col("claim").str.replace(r"[.。!?！？]+$", "").alias("claim"), "passage", "question"
     )
     cosine = embedder.paired_dots(pairs["claim"], pairs["passage"], label="calibration")
-    facts = claim_evidence(pairs)
-    anchored = (
-        (facts["missing_numbers"].list.len() == 0) & (facts["missing_entities"].list.len() == 0)
-        & (facts["missing_characters"].list.len() == 0)
-    ).to_numpy()
+    facts = claim_support(
+        pairs.rename({"passage": "evidence"}).with_columns(
+            claims["lang"], pl.int_range(pl.len(), dtype=pl.Int64).alias("_row")),
+        tau_lex=0.0,
+    )
+    anchored = facts["anchored"].to_numpy()
     coverage = facts["coverage"].to_numpy()
     condition = claims["condition"].to_numpy()
     out: dict[str, dict[str, object]] = {}

@@ -20,7 +20,7 @@ written, as polars expressions (no per-row Python):
   ``1642``, ``3,5`` = ``3.5``), and number words count as numbers;
 * **names**: capitalized words that are not the first word of their sentence (a sentence-
   initial capital is grammar), not stopwords, in a run (``Simona Halep``); German capitalizes
-  every noun, so rows of language ``de`` have no capital-based names; an all-capitals
+  every noun, so rows of language ``de`` have only names of two words or more; an all-capitals
   abbreviation (``WHO``) and the initials of a capitalized run (``World Health Organization``)
   name the same thing.
 """
@@ -36,7 +36,11 @@ from pipeline.rules.files import STOPWORDS_FILE, read_text
 #: Characters kept of a content word (truncation stemming).
 STEM_LENGTH = 5
 
-_WORD = r"[^\W_]+"
+#: Scripts written without spaces (read as characters, :mod:`pipeline.text.evidence`).
+_CHARACTER_SCRIPTS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}"
+#: A word: a run of letters, marks and digits outside :data:`_CHARACTER_SCRIPTS`.
+WORD = rf"[^\W_{_CHARACTER_SCRIPTS}]+"
+_WORD = WORD
 _NUMBER = r"\p{Nd}+(?:[.,]\p{Nd}+)*"
 
 #: Discourse frames: they say where a statement comes from or that an answer follows, and
@@ -54,9 +58,10 @@ FRAMES: tuple[str, ...] = (
     r"\[?\d+\]?(?:\s*(?:,|&|and|or)\s*\[?\d+\]?)*\)?",
     r"\bhere(?:'s| is| are)\s+(?:a|an|the|my)?\s*(?:brief\s+|short\s+|concise\s+|objective\s+)?"
     r"(?:summary|overview|answer|description)\b",
-    r"根据(?:提供的|所给的|给出的|上述)?(?:文档|文章|材料|资料|信息|上下文|内容|段落|文本)(?:中|内容)?",
+    r"根据(?:所)?(?:提供的|所给的|给出的|上述|以上)?(?:文档|文章|材料|资料|信息|上下文|内容|段落|"
+    r"文本|报道|产品说明|说明|介绍|数据|记录)(?:中|内容|显示)?",
     r"(?:文档|文章|材料|资料)(?:中)?(?:提到|指出|显示|表明|说明)",
-    r"的?答案(?:是|为)",
+    r"(?:这个)?(?:问题的?)?的?答案(?:是|为)",
     r"\b(?:laut|gemäß|nach)\s+(?:dem|der|den)\s+(?:Text|Dokument|Artikel|Passage|Quelle|"
     r"Abschnitt|Kontext)(?:en|s)?\b",
     r"\b(?:dem|der)\s+(?:Text|Dokument|Artikel|Quelle)\s+zufolge\b",
@@ -92,6 +97,19 @@ WORD_FORMS: dict[str, str] = {
                     "1st"),
     **dict.fromkeys(("second", "zweite", "zweiten", "deuxième", "segundo", "segunda"), "2nd"),
     **dict.fromkeys(("third", "dritte", "dritten", "troisième", "tercero", "tercera"), "3rd"),
+    # Month names (not English "may" or "march", which are words as often).
+    **dict.fromkeys(("january", "januar", "janvier", "enero"), "1"),
+    **dict.fromkeys(("february", "februar", "février", "febrero"), "2"),
+    **dict.fromkeys(("märz", "mars", "marzo"), "3"),
+    **dict.fromkeys(("april", "avril", "abril"), "4"),
+    **dict.fromkeys(("mai", "mayo"), "5"),
+    **dict.fromkeys(("june", "juni", "juin", "junio"), "6"),
+    **dict.fromkeys(("july", "juli", "juillet", "julio"), "7"),
+    **dict.fromkeys(("august", "août", "agosto"), "8"),
+    **dict.fromkeys(("september", "septembre", "septiembre"), "9"),
+    **dict.fromkeys(("october", "oktober", "octobre", "octubre"), "10"),
+    **dict.fromkeys(("november", "novembre", "noviembre"), "11"),
+    **dict.fromkeys(("december", "dezember", "décembre", "diciembre"), "12"),
     **dict.fromkeys(("m", "meter", "meters", "metre", "metres", "metern", "mètre", "mètres",
                      "metro", "metros"), "m"),
     **dict.fromkeys(("km", "kilometer", "kilometers", "kilometre", "kilometres",
@@ -117,7 +135,14 @@ _OTHER_STOPWORDS = (
     "sur pour par avec sans en ce cette ces il elle ils elles on nous vous qui que qu ne pas "
     "plus se sa son ses leur leurs été être "
     "el los las lo unos unas del al y o pero es son era eran fue fueron ha han había en con "
-    "por para sin sobre su sus se que muy más también como este esta estos estas ese esa"
+    "por para sin sobre su sus se que muy más también como este esta estos estas ese esa "
+    "bis ab um seit seine seinen seiner ihre ihren ihrem man kann können muss müssen soll "
+    "sollen wurde worden sein hatte hätte gibt lag liegt betrug beträgt etwa rund ca mehr "
+    "weniger alle allen aller jeder jede jedes dieser diese dieses diesem einen einem "
+    "ses cette cet celui ceux celle dont où peut peuvent doit fait faire avoir sont environ "
+    "plus moins tous toutes tout chaque aussi très leur "
+    "puede pueden debe hace hacer tiene tienen unos unas cada todo todos toda todas aunque "
+    "donde cuando cual cuyo cuya desde hasta entre tras según unos aproximadamente"
 ).split()
 
 #: Words that frame, report or qualify rather than assert (what a summary or description adds
@@ -132,11 +157,14 @@ FRAME_WORDS = (
     "therefore thus finally well including include includes included various several many "
     "some other others certain specific particular available known regarding respectively "
     "answer question specifically generally typically usually often like such way ways "
-    "thing things aspect aspects fact ask asks asked asking yes"
+    "thing things aspect aspects fact ask asks asked asking yes despite whereas while"
 ).split()
 
 
 _NUMBER_WORDS = sorted(w for w, form in WORD_FORMS.items() if form.isdigit())
+_CARDINALS = "|".join(w for w in _NUMBER_WORDS if int(WORD_FORMS[w]) < 100)
+#: Number words joined into one number ("cuarenta y cinco", "vingt et un"): not read here.
+_JOINED = rf"\b(?:{_CARDINALS})\s+(?:y|et|und|and)\s+(?:{_CARDINALS})\b"
 
 
 @cache
@@ -178,7 +206,9 @@ def readable(text: pl.Expr) -> pl.Expr:
     "3.5 percent  'Outdoor Seating': True, Wi-Fi"
     """
     text = (
-        text.str.replace_all("%", " percent ")
+        text.str.replace_all("%", " percent ").str.replace_all("百分之", " percent ")
+        .str.replace_all("千克|公斤", " kg ").str.replace_all("千米|公里", " km ")
+        .str.replace_all("千瓦", " kw ")
         .str.replace_all(r"(\p{Ll})(\p{Lu}\p{Ll})", "$1 $2")
         .str.replace_all(r"(?i)\bnoon\b", "12").str.replace_all(r"(?i)\bmidnight\b", "0")
         .str.replace_all(r"\b(\d{1,2}):00?\b", "$1")
@@ -216,6 +246,68 @@ def stems(text: pl.Expr) -> pl.Expr:
     return words(text).list.eval(content).list.unique(maintain_order=True)
 
 
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}
+_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+          "eight": 8, "nine": 9}
+_COMPOUND = rf"(?i)\b(?:{'|'.join(_TENS)})-(?:{'|'.join(_UNITS)})\b"
+#: Chinese digits (``两`` and ``〇`` too) and the units that make Chinese numerals.
+_HAN_DIGITS = {"零": "0", "〇": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4",
+               "五": "5", "六": "6", "七": "7", "八": "8", "九": "9"}
+#: A Chinese numeral: digits with at least one unit (``六千三百``, ``五十五``,
+#: ``四十一万两千``), or two digits or more (``二〇一八``); a lone ``一`` (一种) is no number.
+HAN_NUMERAL = (
+    "(?:[0-9零〇一二两三四五六七八九十百千万亿]*[十百千万亿][零〇一二两三四五六七八九十百千万亿]*"
+    "|[零〇一二三四五六七八九]{2,})"
+)
+
+
+def _compound_value(word: pl.Expr) -> pl.Expr:
+    """``twenty-seven`` -> ``"27"``."""
+    tens, units = word.str.to_lowercase().str.split("-").list.first(), word.str.to_lowercase(
+    ).str.split("-").list.last()
+    return (tens.replace_strict(_TENS, return_dtype=pl.Int64)
+            + units.replace_strict(_UNITS, return_dtype=pl.Int64)).cast(pl.String)
+
+
+def _section_value(section: pl.Expr) -> pl.Expr:
+    """The value of a Chinese numeral below 万 written with ASCII digits (``6千3百`` ->
+    6300, ``十8`` -> 18); digits alone read as written (``2018``)."""
+    def part(unit: str, scale: int) -> pl.Expr:
+        digit = section.str.extract(rf"(\d?){unit}", 1)
+        present = section.str.contains(unit)
+        value = pl.when(digit == "").then(1).otherwise(digit.cast(pl.Int64, strict=False))
+        return pl.when(present).then(value * scale).otherwise(0)
+
+    last = section.str.extract(r"(\d)$", 1).cast(pl.Int64, strict=False).fill_null(0)
+    with_units = part("千", 1000) + part("百", 100) + part("十", 10) + last
+    plain = section.cast(pl.Int64, strict=False)
+    return pl.when(section.str.contains("[十百千]")).then(with_units).otherwise(plain).fill_null(0)
+
+
+def han_numbers(text: pl.Expr) -> pl.Expr:
+    """The Chinese numerals of ``text`` as digit strings (``List[String]``).
+
+    >>> pl.select(han_numbers(pl.lit("全长六千三百公里，约四十一万两千辆，二〇一八年，一种"))
+    ...           ).item().to_list()
+    ['6300', '412000', '2018']
+    """
+    def as_digits(run: pl.Expr) -> pl.Expr:
+        for han, digit in _HAN_DIGITS.items():
+            run = run.str.replace_all(han, digit, literal=True)
+        return run
+
+    def value(run: pl.Expr) -> pl.Expr:
+        digits = as_digits(run)
+        high = digits.str.extract(r"^(.*)万", 1)
+        low = pl.when(high.is_not_null()).then(digits.str.extract(r"万(.*)$", 1)).otherwise(
+            digits)
+        high_value = pl.when(high == "").then(1).otherwise(_section_value(high)).fill_null(0)
+        return (high_value * 10000 + _section_value(low)).cast(pl.String)
+
+    return text.str.extract_all(HAN_NUMERAL).list.eval(value(pl.element()))
+
+
 def numbers(text: pl.Expr) -> pl.Expr:
     """The distinct numbers of ``text`` in one form (``List[String]``): a ``,`` or ``.``
     before exactly three digits separates thousands, any other is a decimal point; number
@@ -224,52 +316,63 @@ def numbers(text: pl.Expr) -> pl.Expr:
     >>> pl.select(numbers(pl.lit("1,642 m, 1.642 m, 3,5 %, five days, 2.75, 4.0"))).item().to_list()
     ['1642', '3.5', '2.75', '4', '5']
     """
-    thousands = r"(\p{Nd})[.,](\p{Nd}{3})\b"
+    thousands = r"(\p{Nd})[.,\u00a0\u202f ](\p{Nd}{3})\b"
     digits = (
-        text.str.replace_all(thousands, "${1}${2}").str.replace_all(thousands, "${1}${2}")
+        text.str.replace_all(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b", "$1 $2 $3")  # 29.05.1953
+        .str.replace_all(thousands, "${1}${2}").str.replace_all(thousands, "${1}${2}")
         .str.extract_all(_NUMBER)
-        .list.eval(pl.element().str.replace_all(",", ".").str.replace(r"\.0+$", ""))
+        .list.eval(pl.element().str.replace_all(",", ".").str.replace(r"\.0+$", "")
+                   .str.replace(r"^0+(\d)", "$1"))
     )
-    # A number word in a compound ("three-person") describes rather than counts.
-    spelled = text.str.to_lowercase().str.replace_all(r"[^\W_]+-", " ").str.extract_all(
-        _WORD).list.eval(
-        pl.element().filter(pl.element().is_in(_NUMBER_WORDS)).replace(WORD_FORMS)
+    compounds = text.str.extract_all(_COMPOUND).list.eval(_compound_value(pl.element()))
+    # A number word in a compound ("three-person") describes rather than counts, and one
+    # before a multiplier ("two dozen") is part of a number not read here.
+    spelled = (
+        text.str.to_lowercase().str.replace_all(_COMPOUND, " ").str.replace_all(_JOINED, " ")
+        .str.replace_all(r"[^\W_]+-", " ")
+        .str.replace_all(r"\b[^\W_]+\s+(?:dozen|dozens|million|millions|billion|billions)\b",
+                         " ")
+        .str.extract_all(_WORD)
+        .list.eval(pl.element().filter(pl.element().is_in(_NUMBER_WORDS)).replace(WORD_FORMS))
     )
-    return digits.list.concat(spelled).list.unique(maintain_order=True)
+    return digits.list.concat(compounds).list.concat(spelled).list.concat(
+        han_numbers(text)).list.unique(maintain_order=True)
 
 
 #: A capitalized word as written (``Halep``, ``O'Malley``, ``U.S``, ``WHO``).
-_NAME_WORD = r"\p{Lu}(?:[\p{L}\p{M}\p{Nd}'’\-]|\.\p{Lu})*"
+_NAME_WORD = rf"\p{{Lu}}(?:[^\W_{_CHARACTER_SCRIPTS}]|['’\-]|\.\p{{Lu}})*"
+#: Marks the name run that opens a text (:func:`names`).
+OPENER = "^"
 #: Languages that capitalize every noun: capitals there name nothing by themselves.
 NOUN_CAPITALIZING = ("de",)
 
 
 def names(text: pl.Expr, lang: pl.Expr | None = None) -> pl.Expr:
-    """The names of ``text``: runs of capitalized words (joined by a space) whose first word
-    is not the first word of the text, each run lowercased; a run that starts the text counts
-    from its second word (``Simona Halep won`` -> ``halep``). Words of :func:`stopwords` are
-    not names. Empty for ``lang`` in :data:`NOUN_CAPITALIZING`.
+    """The names of ``text`` as written: runs of capitalized words (joined by a space); the
+    run that opens the text starts with :data:`OPENER` (a sentence-initial capital is grammar
+    as often as a name: the caller decides). Words of :func:`stopwords` are not names. For ``lang`` in :data:`NOUN_CAPITALIZING` only runs of two words or more
+    (``Reinhold Messner``): a single capitalized word there is a noun.
 
     >>> pl.select(names(pl.lit("Staff say the WHO met Simona Halep in Tampa, Florida."))
     ...           ).item().to_list()
-    ['who', 'simona halep', 'tampa', 'florida']
+    ['^Staff', 'WHO', 'Simona Halep', 'Tampa', 'Florida']
     """
-    body = text.str.strip_chars_start(" \t\n\"'“‘(*-•").str.replace(
-        rf"^{_NAME_WORD}[,:]?\s*", ""
-    )
+    # The run that opens the text is kept with a leading OPENER mark: the caller tells a name
+    # ("Norway set ...") from a capitalized common word ("Staff say ...").
+    body = text.str.strip_chars_start(" \t\n\"'“‘(*-•").str.replace(r"^", OPENER,
+                                                                      literal=False)
     stop = sorted(stopwords())
-    name_word = ~pl.element().str.to_lowercase().is_in(stop) | pl.element().str.contains(
+    name_word = ~pl.element().str.strip_chars_start(OPENER).str.to_lowercase().str.replace(
+        r"['’]s$", "").is_in(stop) | pl.element().str.contains(
         r"^\p{Lu}{2,}$"
     )
-    runs = body.str.extract_all(rf"{_NAME_WORD}(?: {_NAME_WORD})*").list.eval(
-        pl.element().str.split(" ").list.eval(pl.element().filter(name_word))
-        .list.join(" ").str.to_lowercase()
+    runs = body.str.extract_all(rf"\{OPENER}?{_NAME_WORD}(?: {_NAME_WORD})*").list.eval(
+        pl.element().str.split(" ").list.eval(pl.element().filter(name_word)).list.join(" ")
     ).list.eval(pl.element().filter(pl.element() != "")).list.unique(maintain_order=True)
     if lang is None:
         return runs
-    return pl.when(lang.is_in(NOUN_CAPITALIZING).fill_null(False)).then(
-        pl.lit([], pl.List(pl.String))
-    ).otherwise(runs)
+    several = runs.list.eval(pl.element().filter(pl.element().str.contains(" ")))
+    return pl.when(lang.is_in(NOUN_CAPITALIZING).fill_null(False)).then(several).otherwise(runs)
 
 
 def initials(text: pl.Expr) -> pl.Expr:

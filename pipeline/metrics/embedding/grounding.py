@@ -248,7 +248,9 @@ def claim_counts(
         maintain_order="left",
     ).with_columns(
         (pl.col("stated") | pl.col("stated_all").fill_null(False)).alias("supported"),
-        pl.col("stated_all").fill_null(False).alias("misattributed"),
+        (pl.col("stated_all").fill_null(False)
+         | (pl.col("stated") & (cited.list.len() > 0) & (pl.col("_cited").list.len() == 0))
+         ).alias("misattributed"),
         pl.coalesce("reasons_all", "reasons").alias("reasons"),
     )
     found = found.join(_stating_passage(found), on="_claim", how="left", maintain_order="left")
@@ -260,7 +262,8 @@ def _cosine_fallback(found: pl.DataFrame, embedder: Embedder, tau_sim: float, ro
     """A cited claim whose anchors are in its cited passages but too few of its words is
     stated when ``cosine(claim, cited passages) >= tau_sim`` (rule 2's second way, as in the
     version of the rule that read cited sentences only)."""
-    needs = (pl.col("_cited_text").is_not_null() & pl.col("anchored") & ~pl.col("lexical"))
+    needs = (pl.col("_cited_text").is_not_null() & pl.col("anchored") & ~pl.col("lexical")
+             & ~pl.col("claim").str.contains(f"[{evidence.CHARACTER_SCRIPTS}]"))
     mask = found.select(needs).to_series().to_numpy()
     if not mask.any():
         return found
