@@ -1,8 +1,8 @@
 """The grounding rule on hand-labeled claims in five languages (bench/data/claims_handwritten.jsonl).
 
 Each claim (an answer sentence as an LLM writes it, no citation marker) is scored as a run
-scores a response: ``contexts = [passage]``, its question, the default rule and the static
-embedding backend (nothing is embedded for claims without markers). A claim is judged
+scores a response: ``contexts = [passage]``, its question, the default rule and the default
+embedding backend (MiniLM). A claim is judged
 supported when every claim of its response is. Per language: accuracy over all claims,
 precision and recall of "supported", accuracy on the paraphrased and framed claims, and the
 share of counterfactual claims judged supported (lower is better).
@@ -19,7 +19,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.embed import CachedEmbedder, EmbeddingCache, HashedNgramBackend  # noqa: E402
+from pipeline.embed import make_embedder  # noqa: E402
 from pipeline.metrics.embedding.grounding import grounding_counts  # noqa: E402
 
 CLAIMS = Path(__file__).resolve().parent / "data" / "claims_handwritten.jsonl"
@@ -30,7 +30,7 @@ def judged(claims: pl.DataFrame) -> pl.DataFrame:
     """``claims`` with ``said``: whether the rule judges the claim supported."""
     frame = claims.select(pl.col("claim").alias("response"),
                           pl.concat_list("passage").alias("contexts"), "question", "lang")
-    embedder = CachedEmbedder(HashedNgramBackend(), EmbeddingCache(None))
+    embedder = make_embedder("minilm", cache_dir=None)
     out = grounding_counts(frame, embedder)
     said = (out["n_supported"] == out["n_sentences"]).alias("said")
     return claims.with_columns(said, out["unsupported"].alias("unsupported"))

@@ -195,6 +195,11 @@ def run(claims: pl.DataFrame, backends: list[str]) -> dict[str, object]:
                 mask = (claims["lang"] == lang).to_numpy()
                 rows.append({"lang": lang, "backend": backend, "rule": rule,
                              **scores(claims.filter(mask), supported[mask])})
+                written = mask & (claims["source"] == "handwritten").to_numpy()
+                if written.any():
+                    rows.append({"lang": f"{lang} (hand-written only)", "backend": backend,
+                                 "rule": rule,
+                                 **scores(claims.filter(written), supported[written])})
         calibration[backend] = calibrate(claims, backend)
     return {"rules": rows, "calibration": calibration}
 

@@ -422,9 +422,39 @@ def build_claims(rgb_dir: Path) -> tuple[pl.DataFrame, Counter[tuple[str, str]]]
     return pl.DataFrame(rows, schema=SCHEMA), status
 
 
-def labeled_claims(rgb_dir: Path) -> pl.DataFrame:
-    """The labeled grounding claims built from the RGB files in ``rgb_dir`` (see the docstring)."""
-    return build_claims(Path(rgb_dir))[0]
+#: Hand-labeled claims (bench/data/README.md): paraphrases, frames and word order in five
+#: languages; the English and Chinese ones join the RGB claims.
+HANDWRITTEN = Path(__file__).resolve().parent / "data" / "claims_handwritten.jsonl"
+_CONDITIONS = {"counterfactual": "counterfactual", "baseless": "same_topic",
+               "same_topic": "same_topic"}
+
+
+def handwritten_claims(path: Path = HANDWRITTEN, langs: tuple[str, ...] = ("en", "zh")
+                       ) -> pl.DataFrame:
+    """The hand-labeled claims of ``langs`` in :data:`SCHEMA`: a supported claim is
+    ``stated``, a counterfactual one ``counterfactual``, a baseless or same-topic one
+    ``same_topic``; ``kind`` is the file's kind (paraphrase, frame, ...), ``source``
+    ``handwritten``."""
+    raw = pl.read_ndjson(path).filter(pl.col("lang").is_in(list(langs)))
+    return raw.select(
+        pl.col("id").alias("claim_id"), "lang", pl.lit("handwritten").alias("source"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("row_id"), "kind",
+        pl.when(pl.col("label") == "supported").then(pl.lit("stated"))
+        .otherwise(pl.col("kind").replace_strict(_CONDITIONS, default="same_topic"))
+        .alias("condition"),
+        (pl.col("label") == "supported").alias("supported"), "question", "claim", "passage",
+        pl.lit(None, pl.String).alias("answer"), pl.lit(None, pl.String).alias("fake_answer"),
+    ).cast(SCHEMA)  # type: ignore[arg-type]
+
+
+def labeled_claims(rgb_dir: Path, *, paraphrases: bool = True) -> pl.DataFrame:
+    """The labeled grounding claims built from the RGB files in ``rgb_dir`` (see the
+    docstring), followed, with ``paraphrases``, by the hand-labeled English and Chinese
+    claims (:func:`handwritten_claims`)."""
+    claims = build_claims(Path(rgb_dir))[0]
+    if not paraphrases:
+        return claims
+    return pl.concat([claims, handwritten_claims()])
 
 
 def slice_claims(frame: pl.DataFrame, per_group: int) -> pl.DataFrame:

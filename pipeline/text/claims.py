@@ -62,13 +62,15 @@ FRAMES: tuple[str, ...] = (
     r"文本|报道|产品说明|说明|介绍|数据|记录)(?:中|内容|显示)?",
     r"(?:文档|文章|材料|资料)(?:中)?(?:提到|指出|显示|表明|说明)",
     r"(?:这个)?(?:问题的?)?的?答案(?:是|为)",
-    r"\b(?:laut|gemäß|nach)\s+(?:dem|der|den)\s+(?:Text|Dokument|Artikel|Passage|Quelle|"
-    r"Abschnitt|Kontext)(?:en|s)?\b",
-    r"\b(?:dem|der)\s+(?:Text|Dokument|Artikel|Quelle)\s+zufolge\b",
+    r"\b(?:laut|gemäß|nach)\s+(?:dem|der|den)?\s*(?:Text|Dokument|Artikel|Passage|Quelle|"
+    r"Abschnitt|Kontext|Dokumentation|Datenblatt|Produktbeschreibung|Beschreibung|"
+    r"Bericht|Handbuch|Anleitung)(?:en|s)?\b",
+    r"\b(?:dem|der|den)\s+(?:Text|Dokument|Artikel|Quelle|Dokumentation|Datenblatt|"
+    r"Bericht|Handbuch)(?:en|s)?\s+zufolge\b",
     r"\b(?:d'après|d’après|selon)\s+(?:le|la|les|l'|l’)\s*(?:document|texte|passage|article|"
-    r"source|contexte)s?\b",
+    r"source|contexte|documentation|notice|manuel|rapport|fiche)s?\b",
     r"\b(?:según|de acuerdo con)\s+(?:el|la|los|las)\s+(?:texto|documento|pasaje|artículo|"
-    r"fuente|contexto)s?\b",
+    r"fuente|contexto|manual|documentación|informe|ficha)s?\b",
 )
 
 #: Word forms read as one form: number words as digits, unit words as one name.
@@ -142,7 +144,17 @@ _OTHER_STOPWORDS = (
     "ses cette cet celui ceux celle dont où peut peuvent doit fait faire avoir sont environ "
     "plus moins tous toutes tout chaque aussi très leur "
     "puede pueden debe hace hacer tiene tienen unos unas cada todo todos toda todas aunque "
-    "donde cuando cual cuyo cuya desde hasta entre tras según unos aproximadamente"
+    "donde cuando cual cuyo cuya desde hasta entre tras según unos aproximadamente "
+    # German, French, Spanish: more function words, "according to", and light verbs of
+    # amount and possession (measures, counts, reaches, has).
+    "laut zufolge gemäß nach etwa ungefähr knapp über unter insgesamt jeweils dabei damit "
+    "dass wenn weil sowie sowohl auch noch schon nur bereits kommt kam kommen beträgt "
+    "misst umfasst zählt erreicht liegt lag hat haben dort hier heute jahr jahre jahren "
+    "à c s qu l d n j y après d'après selon environ près presque quelque quelques "
+    "mesure mesurent compte comptent possède possèdent atteint atteignent dispose "
+    "comprend comprennent est-à-dire dire voici voilà ainsi alors donc "
+    "según acuerdo mide miden cuenta cuentan posee poseen alcanza alcanzan llega llegan "
+    "dispone incluye incluyen unos cerca casi alrededor año años"
 ).split()
 
 #: Words that frame, report or qualify rather than assert (what a summary or description adds
@@ -157,7 +169,8 @@ FRAME_WORDS = (
     "therefore thus finally well including include includes included various several many "
     "some other others certain specific particular available known regarding respectively "
     "answer question specifically generally typically usually often like such way ways "
-    "thing things aspect aspects fact ask asks asked asking yes despite whereas while"
+    "thing things aspect aspects fact ask asks asked asking yes despite whereas while "
+    "roughly approximately about around nearly almost some worth"
 ).split()
 
 
@@ -207,6 +220,7 @@ def readable(text: pl.Expr) -> pl.Expr:
     """
     text = (
         text.str.replace_all("%", " percent ").str.replace_all("百分之", " percent ")
+        .str.replace_all(r"\$", " dollar ").str.replace_all("€", " euro ")
         .str.replace_all("千克|公斤", " kg ").str.replace_all("千米|公里", " km ")
         .str.replace_all("千瓦", " kw ")
         .str.replace_all(r"(\p{Ll})(\p{Lu}\p{Ll})", "$1 $2")

@@ -262,14 +262,15 @@ def _cosine_fallback(found: pl.DataFrame, embedder: Embedder, tau_sim: float, ro
     """A cited claim whose anchors are in its cited passages but too few of its words is
     stated when ``cosine(claim, cited passages) >= tau_sim`` (rule 2's second way, as in the
     version of the rule that read cited sentences only)."""
-    needs = (pl.col("_cited_text").is_not_null() & pl.col("anchored") & ~pl.col("lexical")
-             & ~pl.col("claim").str.contains(f"[{evidence.CHARACTER_SCRIPTS}]"))
+    needs = (pl.col("anchored") & ~pl.col("lexical")
+             & ~pl.col("claim").str.contains(f"[{evidence.CHARACTER_SCRIPTS}]")
+             & ~support.is_record(pl.coalesce("_cited_text", "_all")))
     mask = found.select(needs).to_series().to_numpy()
     if not mask.any():
         return found
-    chosen = found.filter(mask)
+    chosen = found.filter(mask).with_columns(pl.coalesce("_cited_text", "_all").alias("_text"))
     cosine = np.full(found.height, np.nan)
-    cosine[mask] = embedder.paired_dots(chosen["claim"], chosen["_cited_text"], rows=rows,
+    cosine[mask] = embedder.paired_dots(chosen["claim"], chosen["_text"], rows=rows,
                                         label="grounding")
     series = pl.Series("_cosine", cosine, dtype=pl.Float64).fill_nan(None)
     close = (series >= tau_sim).fill_null(False)
