@@ -91,14 +91,21 @@ WORD_FORMS: dict[str, str] = {
     "eighteen": "18", "nineteen": "19",
     **dict.fromkeys(("twenty", "zwanzig", "vingt", "veinte"), "20"),
     **dict.fromkeys(("thirty", "dreißig", "trente", "treinta"), "30"),
-    "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80",
-    "ninety": "90",
+    **dict.fromkeys(("forty", "vierzig", "quarante", "cuarenta"), "40"),
+    **dict.fromkeys(("fifty", "fünfzig", "cinquante", "cincuenta"), "50"),
+    **dict.fromkeys(("sixty", "sechzig", "soixante", "sesenta"), "60"),
+    **dict.fromkeys(("seventy", "siebzig", "setenta"), "70"),
+    **dict.fromkeys(("eighty", "achtzig", "ochenta"), "80"),
+    **dict.fromkeys(("ninety", "neunzig", "noventa"), "90"),
+    # Ordinals from the third on (first and second are words as often: "a second look").
+    **dict.fromkeys(("third", "dritte", "dritten", "troisième", "tercero", "tercera"), "3"),
+    **dict.fromkeys(("fourth", "vierte", "vierten", "quatrième", "cuarto", "cuarta"), "4"),
+    **dict.fromkeys(("fifth", "fünfte", "fünften", "cinquième", "quinto", "quinta"), "5"),
     **dict.fromkeys(("hundred", "hundert", "cien", "ciento"), "100"),
     **dict.fromkeys(("thousand", "tausend", "mille", "mil"), "1000"),
     **dict.fromkeys(("first", "erste", "ersten", "premier", "première", "primero", "primera"),
                     "1st"),
     **dict.fromkeys(("second", "zweite", "zweiten", "deuxième", "segundo", "segunda"), "2nd"),
-    **dict.fromkeys(("third", "dritte", "dritten", "troisième", "tercero", "tercera"), "3rd"),
     # Month names (not English "may" or "march", which are words as often).
     **dict.fromkeys(("january", "januar", "janvier", "enero"), "1"),
     **dict.fromkeys(("february", "februar", "février", "febrero"), "2"),
@@ -175,7 +182,11 @@ FRAME_WORDS = (
 
 
 _NUMBER_WORDS = sorted(w for w, form in WORD_FORMS.items() if form.isdigit())
-_CARDINALS = "|".join(w for w in _NUMBER_WORDS if int(WORD_FORMS[w]) < 100)
+_ORDINALS = frozenset(("third", "dritte", "dritten", "troisième", "tercero", "tercera",
+                       "fourth", "vierte", "vierten", "quatrième", "cuarto", "cuarta",
+                       "fifth", "fünfte", "fünften", "cinquième", "quinto", "quinta"))
+_CARDINALS = "|".join(w for w in _NUMBER_WORDS if int(WORD_FORMS[w]) < 100
+                      and w not in _ORDINALS)
 #: Number words joined into one number ("cuarenta y cinco", "vingt et un"): not read here.
 _JOINED = rf"\b(?:{_CARDINALS})\s+(?:y|et|und|and)\s+(?:{_CARDINALS})\b"
 
@@ -343,7 +354,7 @@ def numbers(text: pl.Expr) -> pl.Expr:
     # before a multiplier ("two dozen") is part of a number not read here.
     spelled = (
         text.str.to_lowercase().str.replace_all(_COMPOUND, " ").str.replace_all(_JOINED, " ")
-        .str.replace_all(r"[^\W_]+-", " ")
+        .str.replace_all(rf"\b(?:{_CARDINALS})-", " ")
         .str.replace_all(r"\b[^\W_]+\s+(?:dozen|dozens|million|millions|billion|billions)\b",
                          " ")
         .str.extract_all(_WORD)
@@ -382,7 +393,10 @@ def names(text: pl.Expr, lang: pl.Expr | None = None) -> pl.Expr:
     )
     runs = body.str.extract_all(rf"\{OPENER}?{_NAME_WORD}(?: {_NAME_WORD})*").list.eval(
         pl.element().str.split(" ").list.eval(pl.element().filter(name_word)).list.join(" ")
-    ).list.eval(pl.element().filter(pl.element() != "")).list.unique(maintain_order=True)
+    ).list.eval(
+        pl.element().str.replace(r"^(\^?)(?:[LlDd]|Qu)['’]", "$1")
+        .filter(pl.element().str.strip_chars(OPENER) != "")
+    ).list.unique(maintain_order=True)
     if lang is None:
         return runs
     several = runs.list.eval(pl.element().filter(pl.element().str.contains(" ")))

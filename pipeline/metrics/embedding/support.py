@@ -232,17 +232,20 @@ def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
     """``_pair`` and ``missing_names``: names of the claim not in the evidence nor the question
     (every word's stem there, or the name as initials there, or its initials a word there)."""
     names = found.select("_pair", "names", "es", "qs", "ei", "qi", "ew", "qw", "evidence",
-                         "question").explode(
+                         "question", "lang").explode(
         "names"
     ).drop_nulls("names")
     # The run opening the sentence: its first word is a name unless it is a common word.
     opener = pl.col("names").str.starts_with(claims.OPENER)
     first = pl.col("names").str.strip_chars_start(claims.OPENER).str.extract(r"^(\S+)", 1)
     lowered = first.str.to_lowercase()
-    # A common word, or the plural of any WordNet noun ("Customers", "Reviewers").
-    common = lowered.is_in(common_words().implode()) | (
+    # A common word, a gerund ("Holding"), or the plural of any WordNet noun ("Customers").
+    common = lowered.is_in(common_words().implode()) | lowered.str.ends_with("ing") | (
         lowered.str.ends_with("s") & lowered.str.replace(r"s$", "").is_in(
             wordnet_lemmas().implode()))
+    # Outside English (WordNet's language) only an opening run of two words or more is a name.
+    english = pl.col("lang").is_null() | pl.col("lang").is_in(["en", "und"])
+    common = common | (~english & ~pl.col("names").str.contains(" "))
     names = names.with_columns(
         pl.when(opener & common).then(
             pl.col("names").str.replace(r"^\S+\s*", "")
