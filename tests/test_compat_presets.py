@@ -493,7 +493,9 @@ def test_rows_without_passages_no_longer_rank_above_grounded_ones(tmp_path: Path
     assert default["no-retrieval"]["overlap"] is None
     assert (default["no-retrieval"]["n_grounding"], default["no-retrieval"]["n_no_passages"]) == (
         0, 2)
-    assert default["retrieves"]["faithfulness"] == pytest.approx(0.3)
+    # by default faithfulness is the share of supported claims: the "I don't know" claims
+    # nothing (null), the supported "Paris." scores 1.0
+    assert default["retrieves"]["faithfulness"] == pytest.approx(1.0)
     assert (default["retrieves"]["n_grounding"], default["retrieves"]["n_no_passages"]) == (2, 0)
     for rows in (default, preset):
         assert rows["retrieves"]["n_idk_with_citation"] == 1

@@ -140,11 +140,12 @@ def grounding(config: Config, contexts: list[str] | None = PASSAGE) -> pl.DataFr
             for ref, resp in GROUNDING_ROWS]
     config = Config(compat_preset=config.compat_preset, embedding_backend="hashed",
                     embedding_cache_dir=None)
-    metrics = ["faithfulness", "overlap", "unanswerable", "abstention_correct", "empty_response"]
+    metrics = ["faithfulness", "overlap", "unanswerable", "abstention_correct", "empty_response",
+               "primary_failure_mode"]
     return score_frame(records(rows), config, specs=resolve(metrics)).collect()
 
 
-def test_faithfulness_follows_the_core_rule_with_no_floor_for_empty_answers() -> None:
+def test_faithfulness_is_null_where_nothing_is_claimed() -> None:
     frame = grounding(DEFAULTS)
     assert frame["unanswerable"].to_list() == [1, 0, 0, 0, 1]
     assert frame["abstention_correct"].to_list() == [1, None, None, None, 0]
@@ -152,9 +153,12 @@ def test_faithfulness_follows_the_core_rule_with_no_floor_for_empty_answers() ->
     # (a markers-only response's overlap is the grounding decision's business; its emptiness
     # decides faithfulness whatever overlap says)
     assert [frame["overlap"][k] for k in (0, 1, 2, 4)] == [0.0] * 4
-    # correct abstention: the baseline, not 0.0; no answer to an answerable question: 0.0; an
-    # empty response to an unanswerable one claims nothing and owed nothing: the baseline
-    assert frame["faithfulness"].to_list() == [0.6, 0.0, 0.0, 0.0, 0.6]
+    # faithfulness is the share of supported claims (RAGAS): an abstention or an empty
+    # response claims nothing, so it has none (null), never a floor; whether the abstention
+    # was owed is the abstention metrics' and the failure mode's business
+    assert frame["faithfulness"].to_list() == [None] * 5
+    assert frame["primary_failure_mode"].to_list()[1:4] == [
+        "unwarranted_abstention", "empty_response", "empty_response"]
 
 
 def test_without_passages_grounding_does_not_apply_even_to_empty_responses() -> None:
@@ -247,7 +251,7 @@ def test_ragas_i_dont_know_ground_truth_is_an_unanswerable_question(ragas_run) -
     abstains = rows["careful", "price"]
     assert (abstains["unanswerable"], abstains["abstained"], abstains["abstention_correct"]) == (
         1, 1, 1)
-    assert abstains["faithfulness"] == pytest.approx(0.6)  # the baseline, not 0.0
+    assert abstains["faithfulness"] is None  # asserts nothing: no claim to be faithful to
     assert abstains["primary_failure_mode"] == "correct_abstention"
     assert abstains["passed_overall"] == 1
     assert abstains["passed_accuracy"] == abstains["passed_relevance"] == 1
@@ -257,7 +261,7 @@ def test_ragas_i_dont_know_ground_truth_is_an_unanswerable_question(ragas_run) -
 def test_the_same_abstention_on_an_answerable_question_is_a_failure(ragas_run) -> None:
     row = scores_by_key(ragas_run[0])["careful", "features"]
     assert (row["unanswerable"], row["abstained"], row["abstention_correct"]) == (0, 1, None)
-    assert row["faithfulness"] == 0.0
+    assert row["faithfulness"] is None  # no claim; the failure is the abstention's
     assert row["primary_failure_mode"] == "unwarranted_abstention"
     assert row["passed_overall"] == 0
 
@@ -265,7 +269,7 @@ def test_the_same_abstention_on_an_answerable_question_is_a_failure(ragas_run) -
 def test_an_empty_response_to_an_answerable_question_scores_no_floor(ragas_run) -> None:
     row = scores_by_key(ragas_run[0])["careful", "founder"]
     assert row["empty_response"] == 1
-    assert row["faithfulness"] == 0.0
+    assert row["faithfulness"] is None  # no claim: never a floor, never a 0 that means "unfaithful"
     assert row["primary_failure_mode"] == "empty_response"
 
 

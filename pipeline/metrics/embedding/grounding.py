@@ -159,6 +159,8 @@ def grounding_counts(
             pl.col("first_unsupported").cast(pl.String),
             pl.when(with_passages).then(pl.col("unsupported").fill_null([]))
             .cast(UNSUPPORTED_DTYPE).alias("unsupported"),
+            pl.lit(None, pl.Int64).alias("n_misattributed"),
+            pl.lit(None, pl.List(pl.Int64)).alias("supported_by"),
         )
     )
 

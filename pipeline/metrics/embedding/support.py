@@ -27,6 +27,7 @@ Words of the question count as given: "Who acquired Instagram? Facebook did." as
 
 from __future__ import annotations
 
+import io
 from functools import cache
 
 import polars as pl
@@ -64,8 +65,6 @@ def light_stems() -> pl.DataFrame:
     >>> "offer" in stems, "sourd" in stems
     (True, False)
     """
-    import io
-
     data, _ = read_bytes(None, WORDNET_SENSES_FILE)
     senses = pl.read_parquet(io.BytesIO(data))
     return (
@@ -83,8 +82,6 @@ def common_words() -> pl.Series:
     """Lowercased one-word WordNet 3.0 lemmas that are common words rather than names: with a
     verb, adjective or adverb sense, or three noun senses or more (``staff``, ``sorry``,
     ``customer`` is not one: one sense; ``norway`` is not one)."""
-    import io
-
     data, _ = read_bytes(None, WORDNET_SENSES_FILE)
     senses = pl.read_parquet(io.BytesIO(data)).filter(~pl.col("lemma").str.contains("_"))
     return senses.group_by("lemma").agg(
@@ -95,8 +92,6 @@ def common_words() -> pl.Series:
 @cache
 def wordnet_lemmas() -> pl.Series:
     """Every lowercased one-word WordNet 3.0 lemma."""
-    import io
-
     data, _ = read_bytes(None, WORDNET_SENSES_FILE)
     lemmas = pl.read_parquet(io.BytesIO(data))["lemma"]
     return lemmas.filter(~lemmas.str.contains("_")).unique()
