@@ -443,6 +443,9 @@ NOT_CLAIMS: tuple[str, ...] = (
 )
 
 
+_NOT_CLAIM = "(?i)(?:" + "|".join(f"(?:{p})" for p in NOT_CLAIMS) + ")"
+
+
 def is_claim(sentence: pl.Expr, question: pl.Expr, abstention: list[str]) -> pl.Expr:
     """Whether ``sentence`` asserts something about the world: not a header, a greeting, a
     statement of what the sources do not say (:data:`NOT_CLAIMS`), an abstention (its folded
@@ -455,16 +458,27 @@ def is_claim(sentence: pl.Expr, question: pl.Expr, abstention: list[str]) -> pl.
     ...              ).to_series().to_list()
     [False, False, False, True]
     """
+    given = readable(question.fill_null(""))
+    return claim_given(sentence, stems(given), numbers(given), abstention)
+
+
+def claim_given(sentence: pl.Expr, question_stems: pl.Expr, question_numbers: pl.Expr,
+                abstention: list[str], units: tuple[pl.Expr, pl.Expr] | None = None
+                ) -> pl.Expr:
+    """:func:`is_claim` with the question read beforehand: its :func:`stems` and
+    :func:`numbers` (a question is read once for all the sentences of its answer); ``units``,
+    when given, are the sentence's stems and numbers (frames removed, :func:`readable`)."""
     text = sentence.str.strip_chars()
-    says_nothing = pl.any_horizontal(text.str.contains(f"(?i){p}") for p in NOT_CLAIMS)
+    says_nothing = text.str.contains(_NOT_CLAIM)
     folded = text.str.to_lowercase().str.replace_all("’", "'")
     abstains = folded.str.contains_any(abstention) if abstention else pl.lit(False)
-    claim = readable(without_frames(text))
-    given = readable(question.fill_null(""))
+    if units is None:
+        claim = readable(without_frames(text))
+        units = (stems(claim), numbers(claim))
     new = (
-        stems(claim).list.set_difference(stems(given)).list.len()
-        + numbers(claim).list.set_difference(numbers(given)).list.len()
-        + claim.str.count_matches(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}]")
+        units[0].list.set_difference(question_stems).list.len()
+        + units[1].list.set_difference(question_numbers).list.len()
+        + text.str.count_matches(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}]")
     )
     return ~says_nothing & ~abstains & (new > 0)
 

@@ -11,23 +11,30 @@ on every script) read one ``lang`` per row, an ISO 639-1 code:
    * by **script**: the script with most letters names the language — Han ``zh`` (``ja``
      when the text also holds kana), kana ``ja``, Hangul ``ko``, Thai ``th``, Cyrillic
      ``ru``, Arabic ``ar``, Devanagari ``hi``, Greek ``el``, Hebrew ``he``, Latin ``en``; a
-     text without letters is ``und`` (undetermined). One Han character outweighs any number
-     of Latin letters (a Chinese answer quoting English names is ``zh``), not other scripts;
-   * a Latin row is then read by **function words** (:data:`STOPWORDS`): German ``de``,
-     French ``fr``, Spanish ``es``, Italian ``it``, Portuguese ``pt`` or Dutch ``nl`` when
-     that language scores at least :data:`MIN_SCORE` and more than English, else ``en``. A
-     word found in one list only scores 2 for its language, a word of several lists (``de``,
-     ``la``, ``que``, ``in``) 1 for each; a word is counted written in lower case, or
-     capitalized (1 point) at the start of a text, a line or a sentence, so that names
-     (``Los Angeles``, ``Les Misérables``, ``Die Hard``) hardly count. Ties go to the first
-     language of :data:`STOPWORDS`.
+     text without letters is ``und`` (undetermined). Han also wins where Latin letters are
+     more: one Han character makes a Chinese answer that quotes English names ``zh`` (``ja``
+     with kana, ``ko`` with Hangul);
+   * a Latin-script row is then read by its **function words** (:data:`STOPWORDS`, about 60
+     frequent words a language): German ``de``, French ``fr``, Spanish ``es``, Italian
+     ``it``, Portuguese ``pt`` or Dutch ``nl`` where that language scores at least
+     :data:`MIN_SCORE` points and more than English, else ``en``. A word of one list scores 2
+     points, a word of several lists (``de``, ``la``, ``que``, ``in``) 1 for each of them.
+     Words count only written in lower case, so names (``Los Angeles``, ``Die Hard``, ``De
+     Niro``) do not; English words count capitalized too (``The``, ``It``), and ``van``,
+     ``per``, ``come``, ``et`` ... are in the English list as well.
+     Between languages with the same points, more of a language's :data:`LETTERS` (``ñ``,
+     ``ã``, ``ä`` ...) decides, then the order of :data:`STOPWORDS`.
 
-Limits: detection needs two function words of the language or so; a short answer (``Berlin``,
-``1889``, ``Los Angeles``) is ``en``, as is a text written in capitals. Other Latin-script
-languages (Vietnamese, Polish, Turkish ...) are ``en`` or, rarely, the closest of the six;
-Ukrainian is ``ru``, Cantonese ``zh``. Set ``lang`` where that matters (MLQA removes different
-articles per language). An ASCII-only row is read by one regex pass per text unless it holds a
-word of another language's list.
+Limits: it takes about two function words of one language (``Der Turm ist nicht alt``); a short
+answer (``Berlin``, ``1889``, ``Los Angeles``), a telegraphic one (``Goethe starb 1832 in
+Weimar``) or one in capitals is ``en``. Other Latin-script languages (Vietnamese, Polish,
+Turkish ...) are ``en`` or, where they share words, one of the six; Ukrainian is ``ru``,
+Cantonese ``zh``. Set ``lang`` where that matters (MLQA removes different articles per
+language).
+
+Cost: every row without a code is searched once for the words that English does not outweigh
+(:func:`foreign_words_pattern`); only rows that hold one are marked and scored, and only rows
+with a character of a script other than Latin are counted by script.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ STOPWORDS: dict[str, tuple[str, ...]] = {
            "had", "it", "its", "which", "who", "what", "when", "where", "how", "there", "their",
            "they", "he", "she", "his", "her", "him", "would", "could", "will", "can", "into",
            "than", "about", "after", "because", "also", "is", "was", "in", "a", "an", "as",
-           "do", "no", "e", "y", "per", "come", "non", "van", "son", "war", "am"),
+           "do", "no", "e", "y", "et", "per", "come", "non", "van", "son", "war", "am"),
     "de": ("der", "die", "das", "und", "ist", "nicht", "ein", "eine", "einen", "einem",
            "einer", "eines", "dem", "den", "des", "mit", "sich", "auf", "für", "zu", "zum",
            "zur", "im", "vom", "auch", "sind", "wird", "wurde", "wurden", "werden", "nach",
@@ -69,8 +76,8 @@ STOPWORDS: dict[str, tuple[str, ...]] = {
            "sehr", "wenn", "kann", "gibt", "haben", "hat", "hatte", "waren", "wer", "wo", "vor",
            "er", "um", "war", "am", "in", "an"),
     "fr": ("le", "la", "les", "des", "du", "un", "une", "et", "est", "sont", "dans", "pas",
-           "qui", "que", "qu", "pour", "sur", "au", "aux", "avec", "ce", "cette", "ces", "il", "ils",
-           "elle", "ont", "été", "était", "mais", "où", "ou", "par", "nous", "vous", "leur",
+           "qui", "que", "qu", "pour", "sur", "au", "aux", "avec", "ce", "cette", "ces", "il",
+           "ils", "elle", "ont", "été", "était", "mais", "où", "ou", "par", "nous", "vous", "leur",
            "ses", "sa", "ne", "à", "comme", "tout", "tous", "aussi", "peut", "lui", "même",
            "très", "sans", "quand", "son", "en", "de", "se", "si", "non", "a"),
     "es": ("el", "los", "las", "la", "del", "al", "lo", "un", "una", "uno", "unos", "unas",
@@ -79,7 +86,7 @@ STOPWORDS: dict[str, tuple[str, ...]] = {
            "hasta", "desde", "entre", "sobre", "ya", "había", "tiene", "tienen", "ella",
            "ellos", "él", "este", "esta", "eso", "esto", "otro", "otros", "mismo", "cual",
            "quien", "qué", "según", "porque", "durante", "dos", "nos", "ha", "son", "si", "se",
-           "de", "en", "no", "y", "a"),
+           "le", "de", "en", "no", "y", "a"),
     "it": ("il", "lo", "la", "gli", "le", "un", "una", "uno", "di", "del", "della", "dei",
            "degli", "delle", "nel", "nella", "nei", "al", "alla", "dal", "dalla", "sul",
            "sulla", "dell", "nell", "che", "è", "sono", "erano", "stato", "stata", "essere",
@@ -100,12 +107,12 @@ STOPWORDS: dict[str, tuple[str, ...]] = {
            "waren", "hun", "haar", "geen", "meer", "veel", "omdat", "wel", "nu", "zo", "toen",
            "onder", "tussen", "tegen", "zonder", "hoe", "waar", "er", "wie", "op"),
 }
-#: Letters that break a tie of word scores: the language with more of its letters wins. They
-#: never count toward :data:`MIN_SCORE` (names such as ``Müller`` or ``Peña`` are common in
-#: English text).
-LETTERS: dict[str, str] = {"de": "äöüß", "fr": "çèêœ", "es": "ñ¿¡", "it": "èìòù", "pt": "ãõçê",
-                           "nl": ""}
-#: The least score (two words found in one list only) that reads a row as other than English.
+#: Letters of each language other than English; where two languages score the same, the one
+#: with more of its letters in the text wins. They never add up to a point (names such as
+#: ``Müller`` or ``Peña`` are common in English text).
+LETTERS: dict[str, str] = {"de": "äöüß", "fr": "àâçèêëîïôùûœ", "es": "áíñóú", "it": "àèìòù",
+                           "pt": "àáâãçêíóõú"}
+#: The least score (two words of one list only) that reads a row as other than English.
 MIN_SCORE = 4
 #: Helper column of :func:`language_stages`: whether the row's language is read with the
 #: English tokenizers under ``auto`` (:func:`is_latin`), computed once per row.
@@ -113,77 +120,122 @@ LATIN = "_lang_latin"
 #: The code of a row without letters.
 UNDETERMINED = "und"
 
-# Where a capitalized word counts: the start of a text, of a line, or of a sentence (after an
-# opening quote or bracket too). ``(?m:^)`` also keeps the regex off the literal prefilter,
-# which is slower here than the DFA.
-_SENTENCE_START = "(?:(?m:^)|[.!?]\\s+)[¿¡\"'«“„(\\[]*"
+# A language's word points and letters are read from private-use marks (never in a text once
+# non-letters are spaces): word marks from _WORD_MARK on, letter marks from _LETTER_MARK on, in
+# the order of STOPWORDS. A score is the points times _POINT plus the letters (at most
+# _POINT - 1), so that letters only break ties.
+_WORD_MARK = 0xE000
+_LETTER_MARK = 0xE100
+_POINT = 1 << 20
+
+
+# A character of a script detection counts other than Latin, or of one it does not know.
+_OTHER_SCRIPT = r"[^\p{Latin}\p{Common}\p{Inherited}]"
 
 
 def _class(scripts: str) -> str:
     return "[" + "".join(f"\\p{{{s}}}" for s in scripts.split("|")) + "]"
 
 
-def _words_pattern(words: frozenset[str]) -> str:
-    """A regex of ``words`` in lower case, or in any case at a sentence start."""
-    alternation = "|".join(sorted(words, key=lambda w: (-len(w), w)))
-    return f"{_SENTENCE_START}(?i:{alternation})\\b|\\b(?:{alternation})\\b"
-
-
 @cache
-def _weights() -> dict[str, dict[str, int]]:
-    """Per language, the score of each word found: 2 in one list only, 1 in several; the
-    capitalized form (keyed ``^word``) 1."""
+def _marks() -> dict[str, str]:
+    """What :func:`mark_function_words` writes for each word (spaces around) and letter: a
+    word's points as marks of its languages (2 in one list only, 1 in several; an English
+    word capitalized, English's points only), a letter one mark of each language it belongs
+    to."""
     lists = {code: frozenset(words) for code, words in STOPWORDS.items()}
-    weights = {}
-    for code, words in lists.items():
-        shared = frozenset().union(*(w for c, w in lists.items() if c != code))
-        weights[code] = {w: 1 if w in shared else 2 for w in words} | {f"^{w}": 1 for w in words}
-    return weights
+    marks = {}
+    for word in sorted(frozenset().union(*lists.values())):
+        codes = [k for k, code in enumerate(lists) if word in lists[code]]
+        points = 2 if len(codes) == 1 else 1
+        marks[f" {word} "] = " " + "".join(chr(_WORD_MARK + k) * points for k in codes) + " "
+        if word in lists["en"]:  # English words count capitalized too, for English only
+            marks[f" {word.capitalize()} "] = " " + chr(_WORD_MARK) * points + " "
+    for letter in sorted(frozenset("".join(LETTERS.values()))):
+        codes = [k for k, code in enumerate(lists) if letter in LETTERS.get(code, "")]
+        for form in {letter, letter.upper()} - {"SS"}:  # "ß".upper() is "SS"
+            marks[form] = "".join(chr(_LETTER_MARK + k) for k in codes)
+    return marks
 
 
-def _foreign_words() -> frozenset[str]:
-    """The words that can make a row score above English: those of no English list entry."""
+def foreign_words_pattern() -> str:
+    """A regex of the words that can make a text score above English (:data:`STOPWORDS` of no
+    English entry), in lower case between non-letters: a text without one is English.
+
+    >>> texts = pl.Series(["The tower is in Paris", "Er ist 1889 gebaut", "Die Hard"])
+    >>> pl.select(pl.lit(texts).str.contains(foreign_words_pattern())).to_series().to_list()
+    [False, True, False]
+    """
     others = frozenset().union(*(w for c, w in STOPWORDS.items() if c != "en"))
-    return others - frozenset(STOPWORDS["en"])
+    words = sorted(others - frozenset(STOPWORDS["en"]), key=lambda w: (-len(w), w))
+    # Letters on both sides, not \b: the same words mark_function_words sees, and the regex
+    # runs on the DFA even over non-ASCII text.
+    return f"(?:^|\\P{{L}})(?:{'|'.join(words)})(?:\\P{{L}}|$)"
 
 
-def function_word_language(text: pl.Expr) -> pl.Expr:
-    """The language of a Latin-script ``text`` by its :data:`STOPWORDS` (module docstring),
-    null where it is English or too short to tell.
+def mark_function_words(text: pl.Expr) -> pl.Expr:
+    """``text`` with non-letters as spaces, each word of :data:`STOPWORDS` (in lower case)
+    replaced by its points as marks of its languages and each of :data:`LETTERS` by a mark:
+    one Aho-Corasick pass; :func:`function_word_scores` counts the marks.
 
-    The words of every list are extracted once; each language's score is the sum of its
-    weights over them.
+    >>> pl.select(mark_function_words(pl.lit("Die Brücke ist nicht alt."))).item().split()
+    ['Die', 'Br\\ue101cke', '\\ue001\\ue001', '\\ue001\\ue001', 'alt']
+    """
+    spaced = pl.concat_str([pl.lit(" "), text.str.replace_all(r"\P{L}+", "  "), pl.lit(" ")])
+    marks = _marks()
+    return spaced.str.replace_many(marks, leftmost=True)
 
-    >>> texts = pl.Series(["Der Turm wurde 1889 für die Weltausstellung gebaut.",
-    ...                    "La tour a été construite pour l'Exposition universelle.",
-    ...                    "The tower was built for the 1889 World's Fair.", "Los Angeles"])
-    >>> pl.select(function_word_language(pl.lit(texts))).to_series().to_list()
+
+def function_word_scores(marked: pl.Expr) -> pl.Expr:
+    """The score of each language of :data:`STOPWORDS` in a text through
+    :func:`mark_function_words`: its points times ``_POINT`` plus its letters (a struct of
+    Int64 fields named by the codes).
+
+    >>> marked = mark_function_words(pl.lit("Die Brücke ist nicht alt."))
+    >>> scores = pl.select(function_word_scores(marked)).item()
+    >>> {code: divmod(score, _POINT) for code, score in scores.items() if score}
+    {'de': (4, 1)}
+    """
+    def count(mark: int) -> pl.Expr:
+        return marked.str.count_matches(chr(mark), literal=True).cast(pl.Int64)
+
+    return pl.struct([
+        (count(_WORD_MARK + k) * _POINT
+         + (count(_LETTER_MARK + k).clip(upper_bound=_POINT - 1) if code in LETTERS else 0))
+        .alias(code)
+        for k, code in enumerate(STOPWORDS)
+    ])
+
+
+def function_word_language(scores: pl.Expr) -> pl.Expr:
+    """The language :func:`function_word_scores` name (module docstring): the first language
+    other than English with the highest score, where that is at least :data:`MIN_SCORE` points
+    and more than English's; null elsewhere (English, or too little text to tell). Each score
+    is read several times: pass a column, as :func:`language_stages` does.
+
+    >>> frame = pl.DataFrame({"t": ["Der Turm wurde 1889 für die Weltausstellung gebaut.",
+    ...                             "La tour a été construite pour l'Exposition universelle.",
+    ...                             "The tower was built for the 1889 World's Fair.",
+    ...                             "Los Angeles"]})
+    >>> frame = frame.with_columns(s=function_word_scores(mark_function_words(pl.col("t"))))
+    >>> frame.select(function_word_language(pl.col("s"))).to_series().to_list()
     ['de', 'fr', None, None]
     """
-    weights = _weights()
-    every = frozenset().union(*map(frozenset, STOPWORDS.values()))
-    found = text.str.extract_all(_words_pattern(every))
-    word = pl.element().str.replace(r"^[^\p{L}]+", "")
-    lower = word.str.to_lowercase()
-    keys = found.list.eval(pl.when(word == lower).then(lower).otherwise(pl.lit("^") + lower))
-    scores = {
-        code: keys.list.eval(
-            pl.element().replace_strict(table, default=0, return_dtype=pl.Int32)
-        ).list.sum()
-        for code, table in weights.items()
-    }
-    # Each language's score plus a fraction below 1 that grows with its letters: ties of
-    # scores go to more letters, and the whole part is the score.
-    ranks = {}
-    for code, letters in LETTERS.items():
-        count = text.str.count_matches(f"(?i)[{letters}]") if letters else pl.lit(0)
-        ranks[code] = scores[code] + count / (count + 1)
-    top = pl.max_horizontal(ranks.values())
-    best = pl.when(pl.lit(False)).then(pl.lit(None, pl.String))
-    for code, rank in ranks.items():
-        best = best.when(rank == top).then(pl.lit(code))
-    score = top.floor()
-    return pl.when((score >= MIN_SCORE) & (score > scores["en"])).then(best)
+    field = {code: scores.struct.field(code) for code in STOPWORDS}
+    foreign = [code for code in STOPWORDS if code != "en"]
+    top = pl.max_horizontal(field[code] for code in foreign)
+    points = top // _POINT
+    return pl.when((points >= MIN_SCORE) & (points > field["en"] // _POINT)).then(
+        _first_max(field, foreign, top)
+    )
+
+
+def _first_max(field: dict[str, pl.Expr], codes: list[str], top: pl.Expr) -> pl.Expr:
+    """The first of ``codes`` whose ``field`` equals ``top``."""
+    first = pl.lit(None, pl.String)
+    for code in reversed(codes):
+        first = pl.when(field[code] == top).then(pl.lit(code)).otherwise(first)
+    return first
 
 
 def given_language(code: pl.Expr) -> pl.Expr:
@@ -221,52 +273,58 @@ def language_stages(lang: str, language: str, reference: str, response: str
     ['zh', 'zh', 'ru', 'ja', 'ko', 'und', 'en', 'de', 'zh']
     """
     given = pl.coalesce(given_language(pl.col(lang)), given_language(pl.col(language)))
+    unset = pl.col("_lang_given").is_null()
     texts = [pl.col(c) for c in (reference, response)]
-    # Script counts only for rows without a code with some non-ASCII text (a byte count above
-    # the character count: far cheaper than a regex); the others are "en" or another Latin
-    # language when they hold an ASCII letter, else undetermined.
-    wide_rows = given.is_null() & pl.any_horizontal(
+    # Non-ASCII rows (more bytes than characters: far cheaper than a regex) are read for their
+    # scripts, and only those with a character of a script other than Latin are counted.
+    wide_rows = unset & pl.any_horizontal(
         (t.str.len_bytes() != t.str.len_chars()).fill_null(False) for t in texts
     )
     to_detect = pl.concat_str([pl.when(wide_rows).then(t.fill_null("")) for t in texts],
                               separator=" ")
-    ascii_letter = pl.any_horizontal(t.str.contains(r"[A-Za-z]").fill_null(False) for t in texts)
+    latin_letter = pl.any_horizontal(t.str.contains(r"\p{Latin}").fill_null(False) for t in texts)
     # Function words only for rows that hold a word English does not outweigh: one regex
-    # pass per text on the others. The texts are joined by a line break (a sentence start).
-    foreign = _words_pattern(_foreign_words())
-    word_rows = given.is_null() & pl.any_horizontal(
-        t.str.contains(foreign).fill_null(False) for t in texts
-    )
-    to_read = pl.concat_str([pl.when(word_rows).then(t.fill_null("")) for t in texts],
-                            separator="\n")
-    counts = pl.col("_lang_counts")
+    # pass per text on the others.
+    foreign = foreign_words_pattern()
+    word_rows = unset & pl.any_horizontal(t.str.contains(foreign).fill_null(False) for t in texts)
+    to_mark = pl.concat_str([pl.when(word_rows).then(t.fill_null("")) for t in texts],
+                            separator=" ")
+    wide = pl.col("_lang_wide")
+    scripts = pl.col("_lang_scripts")
+    count = {code: scripts.struct.field(code) for _, code in SCRIPT_LANGUAGES}
     codes = [code for _, code in SCRIPT_LANGUAGES]
-    # The first script with most letters (arg_max takes the first maximum).
-    best = counts.list.arg_max().replace_strict(dict(enumerate(codes)), return_dtype=pl.String)
-    latin = pl.coalesce(pl.col("_lang_words"), pl.lit("en"))
-    han, kana = counts.list.get(0), counts.list.get(1)
-    detected = (
-        pl.when(counts.is_null()).then(
-            pl.when(pl.col("_lang_ascii")).then(latin).otherwise(pl.lit(UNDETERMINED))
+    most = pl.max_horizontal(count.values())
+    by_script = (
+        pl.when(scripts.is_null()).then(
+            pl.when(pl.col("_lang_letter")).then(pl.lit("en")).otherwise(pl.lit(UNDETERMINED))
         )
-        .when(counts.list.max() == 0).then(pl.lit(UNDETERMINED))
-        # Han outweighs Latin letters; with kana it is Japanese.
-        .when((han > 0) & best.is_in(["zh", "en"])).then(
-            pl.when(kana > 0).then(pl.lit("ja")).otherwise(pl.lit("zh"))
+        .when(most == 0).then(pl.lit(UNDETERMINED))
+        # One Han character outweighs any number of Latin letters: Chinese, or Japanese with
+        # kana, Korean with Hangul.
+        .when((count["zh"] > 0) & (count["en"] == most)).then(
+            pl.when(count["ja"] > 0).then(pl.lit("ja"))
+            .when(count["ko"] > 0).then(pl.lit("ko"))
+            .otherwise(pl.lit("zh"))
         )
-        .when(best == "en").then(latin)
-        .otherwise(best)
+        .when((count["zh"] == most) & (count["ja"] > 0)).then(pl.lit("ja"))
+        .otherwise(_first_max(count, codes, most))
     )
-    wide, read = pl.col("_lang_wide"), pl.col("_lang_read")
+    script = pl.col("_lang_script")
+    latin = pl.coalesce(function_word_language(pl.col("_lang_scores")), pl.lit("en"))
+    # One column per stage where a later stage reads it: polars shares no subexpression
+    # between columns.
     return [
-        {"_lang_given": given, "_lang_wide": to_detect, "_lang_read": to_read,
-         "_lang_ascii": pl.when(given.is_null()).then(ascii_letter)},
-        {"_lang_counts": pl.when(wide.is_not_null()).then(pl.concat_list(
-            [wide.str.count_matches(_class(scripts)).fill_null(0)
-             for scripts, _ in SCRIPT_LANGUAGES]
-        )),
-         "_lang_words": function_word_language(read)},
-        {lang: pl.coalesce(pl.col("_lang_given"), detected)},
+        {"_lang_given": given},
+        {"_lang_wide": to_detect, "_lang_marked": mark_function_words(to_mark),
+         "_lang_letter": pl.when(unset).then(latin_letter)},
+        {"_lang_scripts": pl.when(wide.str.contains(_OTHER_SCRIPT)).then(pl.struct([
+            wide.str.count_matches(_class(scripts)).alias(code)
+            for scripts, code in SCRIPT_LANGUAGES
+        ])),
+         "_lang_scores": function_word_scores(pl.col("_lang_marked"))},
+        {"_lang_script": pl.when(unset).then(by_script)},
+        {lang: pl.coalesce(pl.col("_lang_given"),
+                           pl.when(script == "en").then(latin).otherwise(script))},
         {LATIN: is_latin(pl.col(lang))},
     ]
 

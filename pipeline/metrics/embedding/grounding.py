@@ -208,6 +208,9 @@ def claim_counts(
     )
     passages = frame.select(
         "_row", pl.col("contexts"), question.fill_null("").alias("question"), lang.alias("lang")
+    ).with_columns(
+        claims.stems(claims.readable(pl.col("question"))).alias("_question_stems"),
+        claims.numbers(claims.readable(pl.col("question"))).alias("_question_numbers"),
     )
     cited = parse_citation_markers(pl.col("sentence"))
     sentences = (
@@ -222,8 +225,11 @@ def claim_counts(
         )
     )
     folded = fold_phrases(abstention_phrases)
+    sentences = sentences.with_columns(**support.claim_units(pl.col("claim"), pl.col("lang")))
     sentences = sentences.with_columns(
-        claims.is_claim(pl.col("claim"), pl.col("question"), folded).alias("_is_claim")
+        claims.claim_given(pl.col("claim"), pl.col("_question_stems"),
+                           pl.col("_question_numbers"), folded,
+                           units=(pl.col("cs"), pl.col("cn"))).alias("_is_claim")
     )
     found = sentences.filter("_is_claim").with_columns(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_claim"),
@@ -232,8 +238,9 @@ def claim_counts(
             pl.col("contexts").list.gather(pl.col("_cited") - 1).list.join("\n")
         ).alias("_cited_text"),
     )
+    units = ["_claim_text", "cs", "cn", "names"]
     first = support.claim_support(
-        found.select("_row", "claim", "question", "lang",
+        found.select("_row", "claim", "question", "lang", *units,
                      pl.coalesce("_cited_text", "_all").alias("evidence")),
         tau_lex=tau_lex,
     )
@@ -242,7 +249,8 @@ def claim_counts(
     again = found.filter(~pl.col("stated") & pl.col("_cited_text").is_not_null()
                          & (pl.col("_cited_text") != pl.col("_all")))
     second = support.claim_support(
-        again.select("_row", "claim", "question", "lang", pl.col("_all").alias("evidence")),
+        again.select("_row", "claim", "question", "lang", *units,
+                     pl.col("_all").alias("evidence")),
         tau_lex=tau_lex,
     ).select(pl.col("stated").alias("stated_all"), pl.col("reasons").alias("reasons_all"))
     found = found.join(

@@ -97,9 +97,20 @@ def wordnet_lemmas() -> pl.Series:
     return lemmas.filter(~lemmas.str.contains("_")).unique()
 
 
+def claim_units(claim: pl.Expr, lang: pl.Expr) -> dict[str, pl.Expr]:
+    """The units of a claim that :func:`claim_support` reads, as named expressions:
+    ``_claim_text`` (frames removed, :func:`pipeline.text.claims.readable`), its stems ``cs``,
+    numbers ``cn`` and ``names``; computed once when a claim is checked against several
+    evidence texts."""
+    text = claims.readable(claims.without_frames(claim))
+    return {"_claim_text": text, "cs": claims.stems(text), "cn": claims.numbers(text),
+            "names": claims.names(text, lang)}
+
+
 def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
     """The decision for each row of ``pairs`` (``claim``, ``evidence``, ``question``, and
-    ``lang``, ``_row`` (for record facts)), one output row per input row, in order:
+    ``lang``, ``_row`` (for record facts); with the columns of :func:`claim_units` when the
+    claim was read beforehand), one output row per input row, in order:
     ``stated`` (Boolean), ``lexical`` (whether rule 2 holds), ``anchored`` (rule 1),
     ``coverage`` and ``reasons`` (why not, ``List[String]``).
 
@@ -112,10 +123,10 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
     >>> claim_support(pairs, tau_lex=0.5).select("stated", "reasons").rows()
     [(True, []), (False, ['"Tampa" not in the passages']), (True, []), (False, ['"由梁振英" not in the passages', 'low overlap: 29% of its words in the passages, 0 specific words missing'])]
     """
+    if "_claim_text" not in pairs.columns:  # the claim's units, unless read beforehand
+        pairs = pairs.with_columns(**claim_units(pl.col("claim"), pl.col("lang")))
     pairs = pairs.with_columns(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
-        claims.readable(claims.without_frames(pl.col("claim"))).alias("_claim_text"),
-        pl.col("question").fill_null(""),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"), pl.col("question").fill_null(""),
     )
     texts = pl.concat([pairs.select(pl.col("evidence").alias("text")),
                        pairs.select(pl.col("question").alias("text"))]).unique()
@@ -124,19 +135,17 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         claims.stems(pl.col("_readable")).alias("stems"),
         claims.numbers(pl.col("_readable")).alias("numbers"),
         claims.initials(pl.col("text")).alias("initials"),
+        pl.col("text").str.extract_all(r"\b\p{Lu}{2}\b").alias("codes"),
         pl.col("_readable").str.to_lowercase().str.extract_all(claims.WORD)
         .list.eval(pl.element().str.slice(0, claims.STEM_LENGTH)).list.unique().alias("words"),
     )
     units = pairs.select(
-        "_pair", "_row", "evidence", "question", "claim", "lang",
-        claims.stems(pl.col("_claim_text")).alias("cs"),
-        claims.numbers(pl.col("_claim_text")).alias("cn"),
-        claims.names(pl.col("_claim_text"), pl.col("lang")).alias("names"),
+        "_pair", "_row", "evidence", "question", "claim", "lang", "cs", "cn", "names",
     ).join(read.rename({"text": "evidence", "stems": "es", "numbers": "en", "initials": "ei",
-                        "words": "ew"}),
+                        "words": "ew", "codes": "ec"}),
            on="evidence", how="left", maintain_order="left"
     ).join(read.rename({"text": "question", "stems": "qs", "numbers": "qn", "initials": "qi",
-                        "words": "qw"}),
+                        "words": "qw", "codes": "qc"}),
            on="question", how="left", maintain_order="left")
     characters = _characters(pairs)
     units = units.join(characters, on="_pair", how="left", maintain_order="left").with_columns(
@@ -226,8 +235,7 @@ def is_record(text: pl.Expr) -> pl.Expr:
 def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
     """``_pair`` and ``missing_names``: names of the claim not in the evidence nor the question
     (every word's stem there, or the name as initials there, or its initials a word there)."""
-    names = found.select("_pair", "names", "es", "qs", "ei", "qi", "ew", "qw", "evidence",
-                         "question", "lang").explode(
+    names = found.select("_pair", "names", "ei", "qi", "ew", "qw", "ec", "qc", "lang").explode(
         "names"
     ).drop_nulls("names")
     # The run opening the sentence: its first word is a name unless it is a common word.
@@ -257,21 +265,25 @@ def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
     # ("California" / "CA", "Colorado" / "CO").
     code = words.list.first().str.slice(0, 2).str.to_uppercase()
     coded = (words.list.len() == 1) & (words.list.first().str.len_chars() > 3) & (
-        pl.concat_str("evidence", "question", separator=" ").str.contains(
-            pl.lit(r"\b") + code + pl.lit(r"\b")))
+        pl.concat_list("ec", "qc").list.contains(code))
     present = (
         coded
         | (stems.list.set_difference(known).list.len() == 0)
         | pl.concat_list("ei", "qi").list.contains(words.list.join(""))
         | ((words.list.len() > 1) & known.list.contains(acronym))
     )
-    names = names.with_columns(present.alias("_present"), words.alias("_words"))
     # A short word of a name not found may be an abbreviation the evidence spells out
     # ("OMS" / "Organisation mondiale de la santé"): its letters open successive words there.
-    short = names.filter(~pl.col("_present")).explode("_words").filter(
-        ~pl.col("_words").str.slice(0, claims.STEM_LENGTH).is_in(pl.concat_list("ew", "qw"))
-    )
-    spelled = short.filter(pl.col("_words").str.contains(r"^[a-z]{2,5}$")).join(
+    abbreviations = pl.col("names").str.extract_all(r"\b\p{Lu}{2,5}\b").list.eval(
+        pl.element().str.to_lowercase())
+    names = names.with_columns(
+        present.alias("_present"),
+        abbreviations.list.set_difference(known).alias("_words"),
+        (stems.list.set_difference(known).list.set_difference(abbreviations).list.len() > 0)
+        .alias("_long_missing"),
+    ).drop("ew", "qw", "ei", "qi", "ec", "qc")
+    short = names.filter(~pl.col("_present")).explode("_words").drop_nulls("_words")
+    spelled = short.join(
         found.select("_pair", "evidence", "question"), on="_pair", how="left"
     ).filter(
         pl.concat_str("evidence", "question", separator=" ").str.contains(
@@ -281,7 +293,7 @@ def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
     )
     unexplained = short.join(spelled.select("_pair", "names", "_words"),
                              on=["_pair", "names", "_words"], how="anti")
-    present = ~pl.struct("_pair", "names").is_in(
+    present = pl.col("_present") | ~pl.col("_long_missing") & ~pl.struct("_pair", "names").is_in(
         unexplained.select(pl.struct("_pair", "names")).to_series().implode())
     # A one-word capitalized common word (WordNet gives it many senses: "Earth", "Staff") is
     # no name.
