@@ -205,6 +205,9 @@ def stopwords() -> frozenset[str]:
     return frozenset(w for w in words if w) | frozenset(_OTHER_STOPWORDS) | frozenset(FRAME_WORDS)
 
 
+_FRAME = "(?i)(?:" + "|".join(f"(?:{frame})" for frame in FRAMES) + ")"
+
+
 def without_frames(text: pl.Expr) -> pl.Expr:
     """``text`` with its discourse frames (:data:`FRAMES`) removed.
 
@@ -214,9 +217,7 @@ def without_frames(text: pl.Expr) -> pl.Expr:
     >>> pl.select(without_frames(pl.lit("根据文档，答案是北京。"))).item()
     '，北京。'
     """
-    for frame in FRAMES:
-        text = text.str.replace_all(f"(?i){frame}", "")
-    return text
+    return text.str.replace_all(_FRAME, "")
 
 
 def readable(text: pl.Expr) -> pl.Expr:
@@ -241,9 +242,13 @@ def readable(text: pl.Expr) -> pl.Expr:
         .str.replace_all(r"(?i)\b12(:\d\d)?\s*a\.?\s?m\b\.?", "0$1")
         .str.replace_all(r"(?i)\b(\d{1,2})(:\d\d)?\s*a\.?\s?m\b\.?", "$1$2")
     )
+    afternoon = text
     for hour in range(1, 12):  # 5 pm -> 17
-        text = text.str.replace_all(rf"(?i)\b{hour}(:\d\d)?\s*p\.?\s?m\b\.?", f"{hour + 12}$1")
-    return text.str.replace_all(r"(?i)\b12(:\d\d)?\s*p\.?\s?m\b\.?", "12$1")
+        afternoon = afternoon.str.replace_all(rf"(?i)\b{hour}(:\d\d)?\s*p\.?\s?m\b\.?",
+                                              f"{hour + 12}$1")
+    afternoon = afternoon.str.replace_all(r"(?i)\b12(:\d\d)?\s*p\.?\s?m\b\.?", "12$1")
+    return pl.when(text.str.contains(r"(?i)\dp\.?\s?m\b|\d\s+p\.?\s?m\b")).then(
+        afternoon).otherwise(text)
 
 
 def words(text: pl.Expr) -> pl.Expr:

@@ -160,7 +160,8 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         pl.col("s_new").list.set_difference("es").alias("s_missing"),
         pl.col("n_new").list.set_difference("en").alias("missing_numbers"),
     ).with_columns(
-        pl.col("s_missing").list.set_difference(light).list.len().alias("n_heavy_missing"),
+        pl.col("s_missing").list.eval(~pl.element().is_in(light)).list.sum()
+        .cast(pl.UInt32).alias("n_heavy_missing"),
     )
     n_new = pl.col("s_new").list.len() + pl.col("n_new").list.len() + pl.col("n_new_bigrams")
     n_found = (
