@@ -220,6 +220,15 @@ def without_frames(text: pl.Expr) -> pl.Expr:
     return text.str.replace_all(_FRAME, "")
 
 
+#: Symbols and unit characters read as words (one pass, longest first).
+_SYMBOLS = {"百分之": " percent ", "千克": " kg ", "公斤": " kg ", "千米": " km ", "公里": " km ",
+            "千瓦": " kw ", "%": " percent ", "$": " dollar ", "€": " euro "}
+#: Marks an afternoon hour (private use); the marked hours and their 24-hour forms.
+_PM = "\U000f0a03"
+_AFTERNOON = {f"{_PM}{hour}": str(hour + 12 if hour < 12 else 12)
+              for hour in sorted(range(1, 13), key=lambda h: -len(str(h)))}
+
+
 def readable(text: pl.Expr) -> pl.Expr:
     """``text`` with ``%`` as `` percent ``, camelCase keys as words (``OutdoorSeating`` ->
     ``Outdoor Seating``, ``WiFi`` -> ``Wi Fi``) and times of day on 24 hours without zero
@@ -232,23 +241,16 @@ def readable(text: pl.Expr) -> pl.Expr:
     "3.5 percent  'Outdoor Seating': True, Wi-Fi"
     """
     text = (
-        text.str.replace_all("%", " percent ").str.replace_all("百分之", " percent ")
-        .str.replace_all(r"\$", " dollar ").str.replace_all("€", " euro ")
-        .str.replace_all("千克|公斤", " kg ").str.replace_all("千米|公里", " km ")
-        .str.replace_all("千瓦", " kw ")
+        text.str.replace_many(_SYMBOLS, leftmost=True)
         .str.replace_all(r"(\p{Ll})(\p{Lu}\p{Ll})", "$1 $2")
         .str.replace_all(r"(?i)\bnoon\b", "12").str.replace_all(r"(?i)\bmidnight\b", "0")
         .str.replace_all(r"\b(\d{1,2}):00?\b", "$1")
         .str.replace_all(r"(?i)\b12(:\d\d)?\s*a\.?\s?m\b\.?", "0$1")
         .str.replace_all(r"(?i)\b(\d{1,2})(:\d\d)?\s*a\.?\s?m\b\.?", "$1$2")
     )
-    afternoon = text
-    for hour in range(1, 12):  # 5 pm -> 17
-        afternoon = afternoon.str.replace_all(rf"(?i)\b{hour}(:\d\d)?\s*p\.?\s?m\b\.?",
-                                              f"{hour + 12}$1")
-    afternoon = afternoon.str.replace_all(r"(?i)\b12(:\d\d)?\s*p\.?\s?m\b\.?", "12$1")
-    return pl.when(text.str.contains(r"(?i)\dp\.?\s?m\b|\d\s+p\.?\s?m\b")).then(
-        afternoon).otherwise(text)
+    # 5 pm -> 17: the hour is marked, then the marked hours are replaced in one pass.
+    marked = text.str.replace_all(r"(?i)\b(\d{1,2})(:\d\d)?\s*p\.?\s?m\b\.?", f"{_PM}$1$2")
+    return marked.str.replace_many(_AFTERNOON, leftmost=True)
 
 
 def words(text: pl.Expr) -> pl.Expr:
