@@ -27,6 +27,7 @@ written, as polars expressions (no per-row Python):
 
 from __future__ import annotations
 
+import unicodedata
 from functools import cache
 
 import polars as pl
@@ -202,7 +203,9 @@ def stopwords() -> frozenset[str]:
     """
     text, _ = read_text(None, STOPWORDS_FILE)
     words = (line.split("#", 1)[0].strip().lower() for line in text.splitlines())
-    return frozenset(w for w in words if w) | frozenset(_OTHER_STOPWORDS) | frozenset(FRAME_WORDS)
+    listed = frozenset(w for w in words if w) | frozenset(_OTHER_STOPWORDS) | frozenset(
+        FRAME_WORDS)
+    return listed | frozenset(_fold(w) for w in listed)  # words are read accents folded
 
 
 _FRAME = "(?i)(?:" + "|".join(f"(?:{frame})" for frame in FRAMES) + ")"
@@ -260,8 +263,8 @@ def words(text: pl.Expr) -> pl.Expr:
     >>> pl.select(words(pl.lit("Five metres, 3.5 percent"))).item().to_list()
     ['5', 'm', '3', '5', 'percent']
     """
-    forms = pl.element().replace(WORD_FORMS)
-    return text.str.to_lowercase().str.extract_all(_WORD).list.eval(forms)
+    return text.str.to_lowercase().str.extract_all(_WORD).list.eval(
+        pl.element().replace(WORD_FORMS).str.normalize("NFD").str.replace_all(r"\p{Mn}", ""))
 
 
 def stems(text: pl.Expr) -> pl.Expr:
@@ -506,3 +509,68 @@ def sums_up(sentence: pl.Expr) -> pl.Expr:
     True
     """
     return sentence.str.contains(SUMMING_UP)
+
+
+#: Words and their opposites (English, German, French, Spanish): a claim that says one where
+#: the passages say the other contradicts them. Symmetric; read as stems.
+OPPOSITES: tuple[tuple[str, str], ...] = (
+    ("links", "rechts"), ("gauche", "droite"), ("izquierda", "derecha"),
+    ("izquierdo", "derecho"), ("increase", "decrease"), ("increased", "decreased"),
+    ("rose", "fell"), ("gained", "lost"), ("won", "lost"), ("wins", "loses"),
+    ("more", "less"), ("higher", "lower"), ("before", "after"), ("north", "south"),
+    ("east", "west"), ("dies", "survives"), ("died", "survived"), ("alive", "dead"),
+    ("stieg", "sank"), ("gewann", "verlor"), ("vor", "nach"),
+    ("mehr", "weniger"), ("starb", "überlebte"), ("augmenté", "diminué"), ("plus", "moins"),
+    ("meurt", "survit"), ("mort", "survécu"), ("avant", "après"), ("gagné", "perdu"),
+    ("aumentó", "disminuyó"), ("más", "menos"), ("murió", "sobrevivió"), ("muere", "sobrevive"),
+    ("antes", "después"), ("ganó", "perdió"), ("norte", "sur"), ("este", "oeste"),
+)
+
+
+def opposite_stems() -> pl.DataFrame:
+    """:data:`OPPOSITES` both ways as stems: columns ``stem`` and ``opposite``.
+
+    >>> sorted(opposite_stems().filter(pl.col("stem") == "derec")["opposite"])
+    ['izqui']
+    """
+    pairs = [(a, b) for a, b in OPPOSITES] + [(b, a) for a, b in OPPOSITES]
+    frame = pl.DataFrame(pairs, schema=["stem", "opposite"], orient="row")
+    return frame.select(pl.all().str.slice(0, STEM_LENGTH)).unique()
+
+
+#: Nationality and city adjectives that German, French and Spanish write in lower case (English
+#: capitalizes them, so they are names there already): a claim's nationality is an anchor.
+DEMONYMS: tuple[str, ...] = tuple("""
+español española francés francesa alemán alemana italiano italiana inglés inglesa británico
+británica estadounidense mexicano mexicana argentino argentina chileno chilena colombiano
+colombiana peruano peruana brasileño brasileña portugués portuguesa suizo suiza austriaco
+austriaca austríaco belga holandés holandesa neerlandés sueco sueca noruego noruega danés
+danesa ruso rusa chino china japonés japonesa coreano coreana canadiense polaco polaca
+griego griega turco turca catalán catalana
+espagnol espagnole français française allemand allemande italien italienne anglais
+anglaise britannique américain américaine mexicain mexicaine argentin argentine brésilien
+brésilienne portugais portugaise suisse autrichien autrichienne belge néerlandais suédois
+suédoise norvégien norvégienne danois danoise russe chinois chinoise japonais japonaise
+coréen coréenne canadien canadienne polonais polonaise grec grecque turc turque lyonnais
+lyonnaise toulousain toulousaine parisien parisienne marseillais marseillaise
+deutsch deutsche deutschen französisch französische spanisch spanische italienisch
+italienische englisch englische britisch britische amerikanisch amerikanische schweizer
+schweizerische österreichisch österreichische niederländisch niederländische schwedisch
+russisch russische chinesisch chinesische japanisch japanische polnisch polnische
+""".split())
+
+
+def demonym_stems() -> list[str]:
+    """The stems of :data:`DEMONYMS`, accents folded as :func:`words` folds them (``austr``
+    for ``austriaco``, ``osterr`` for ``österreichisch``).
+
+    >>> "austr" in demonym_stems(), "suizo"[:STEM_LENGTH] in demonym_stems()
+    (True, True)
+    """
+    return sorted({_fold(word)[:STEM_LENGTH] for word in DEMONYMS})
+
+
+def _fold(word: str) -> str:
+    """``word`` without combining marks (NFD), as :func:`words` reads it."""
+    return "".join(c for c in unicodedata.normalize("NFD", word)
+                   if unicodedata.category(c) != "Mn")

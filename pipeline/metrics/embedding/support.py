@@ -171,6 +171,7 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
     coverage = pl.when(n_new > 0).then(n_found / n_new).otherwise(1.0).cast(pl.Float64)
     found = found.with_columns(coverage.alias("coverage"))
     missing_names = _missing_names(found)
+    opposed = _opposed(found)
     conflicts = records.conflicts(
         pairs.select("_row", pl.col("_pair").alias("_claim"), pl.col("_claim_text").alias("claim")),
         records.record_facts(
@@ -180,11 +181,13 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
     decided = (
         found.join(missing_names, on="_pair", how="left", maintain_order="left")
         .join(conflicts, on="_pair", how="left", maintain_order="left")
-        .with_columns(pl.col("missing_names", "conflicts").fill_null(_EMPTY))
+        .join(opposed, on="_pair", how="left", maintain_order="left")
+        .with_columns(pl.col("missing_names", "conflicts", "opposed").fill_null(_EMPTY))
     )
     anchored = (
         (pl.col("missing_numbers").list.len() == 0) & (pl.col("missing_names").list.len() == 0)
         & (pl.col("missing_characters").list.len() == 0) & (pl.col("conflicts").list.len() == 0)
+        & (pl.col("opposed").list.len() == 0)
     )
     # WordNet is English: elsewhere every word would count as specific.
     english = pl.col("lang").is_null() | pl.col("lang").is_in(["en", "und"])
@@ -209,6 +212,7 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
             pl.col("missing_characters").list.eval(pl.format('"{}" not in the passages',
                                                              pl.element())),
             pl.col("conflicts"),
+            pl.col("opposed"),
             pl.when(~lexical).then(pl.concat_list(pl.format(
                 "low overlap: {}% of its words in the passages, {} specific words missing",
                 (pl.col("coverage") * 100).round(0).cast(pl.Int64), pl.col("n_heavy_missing"),
@@ -231,6 +235,20 @@ def is_record(text: pl.Expr) -> pl.Expr:
     True
     """
     return text.str.contains(r"^\s*\{\s*['\"]\w[^'\"]*['\"]\s*:")
+
+
+def _opposed(found: pl.DataFrame) -> pl.DataFrame:
+    """``_pair`` and ``opposed``: the claim's words whose opposite the evidence uses instead
+    (:data:`pipeline.text.claims.OPPOSITES`: "derecha" where the passage says "izquierda")."""
+    said = found.select("_pair", pl.col("s_missing").alias("stem"), "es", "cs").explode(
+        "stem").join(claims.opposite_stems(), on="stem", how="inner")
+    contradicted = said.filter(
+        pl.col("es").list.contains(pl.col("opposite"))
+        & ~pl.col("cs").list.contains(pl.col("opposite"))
+    )
+    return contradicted.group_by("_pair", maintain_order=True).agg(
+        pl.format('"{}…" where the passages say "{}…"', "stem", "opposite").alias("opposed")
+    )
 
 
 def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
@@ -299,7 +317,14 @@ def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
     # A one-word capitalized common word (WordNet gives it many senses: "Earth", "Staff") is
     # no name.
     common = (words.list.len() == 1) & stems.list.first().is_in(light_stems()["stem"].implode())
-    return names.filter(~present & ~common).group_by("_pair", maintain_order=True).agg(
+    capitalized = names.filter(~present & ~common).select("_pair", "names")
+    # Nationalities written in lower case (German, French, Spanish): "austriaco".
+    lowercase = found.select(
+        "_pair",
+        pl.col("s_missing").list.eval(
+            pl.element().filter(pl.element().is_in(claims.demonym_stems()))).alias("names"),
+    ).explode("names").drop_nulls("names")
+    return pl.concat([capitalized, lowercase]).group_by("_pair", maintain_order=True).agg(
         pl.col("names").unique(maintain_order=True).alias("missing_names")
     )
 
