@@ -72,7 +72,11 @@ def counts(rows: list[dict], backend=None, **kwargs) -> list[tuple[int, int]]:
     out = grounding_counts(frame, embedder, **{"rule": "cosine", **kwargs})
     assert out.schema == pl.Schema({"n_sentences": pl.Int64(), "n_supported": pl.Int64(),
                                     "first_unsupported": pl.String(),
-                                    "unsupported": UNSUPPORTED_DTYPE})
+                                    "unsupported": UNSUPPORTED_DTYPE,
+                                    "n_misattributed": pl.Int64(),
+                                    "supported_by": pl.List(pl.Int64())})
+    # the cosine rule reads one cited passage per sentence: no misattribution to count
+    assert out["n_misattributed"].null_count() == out.height
     assert out.height == frame.height and out.null_count().row(0)[:2] == (0, 0)
     return list(out.select("n_sentences", "n_supported").iter_rows())
 
