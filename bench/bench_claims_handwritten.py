@@ -1,4 +1,6 @@
-"""The grounding rule on hand-labeled claims in five languages (bench/data/claims_handwritten.jsonl).
+"""The grounding rule on hand-labeled claims in five languages.
+
+The claims are in bench/data/claims_handwritten.jsonl.
 
 Each claim (an answer sentence as an LLM writes it, no citation marker) is scored as a run
 scores a response: ``contexts = [passage]``, its question, the default rule and the default
@@ -19,8 +21,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.embed import make_embedder  # noqa: E402
-from pipeline.metrics.embedding.grounding import grounding_counts  # noqa: E402
+from pipeline.embed import make_embedder
+from pipeline.metrics.embedding.grounding import grounding_counts
 
 CLAIMS = Path(__file__).resolve().parent / "data" / "claims_handwritten.jsonl"
 LANGUAGES = ("en", "zh", "de", "fr", "es")

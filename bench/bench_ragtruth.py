@@ -29,7 +29,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pipeline  # noqa: E402
+import pipeline
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/ragtruth/ragtruth_dev.parquet"
 

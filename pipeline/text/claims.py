@@ -136,9 +136,14 @@ WORD_FORMS: dict[str, str] = {
     **dict.fromkeys(("eur", "euro", "euros", "€"), "euro"),
 }
 
+def _word_list(text: str) -> tuple[str, ...]:
+    """The whitespace-separated words of ``text`` (long word lists read as text)."""
+    return tuple(text.split())
+
+
 #: Words of Latin-script languages other than English that assert nothing by themselves
 #: (articles, pronouns, prepositions, auxiliaries): added to the English stopword list.
-_OTHER_STOPWORDS = (
+_OTHER_STOPWORDS = _word_list(
     "der die das den dem des ein eine einer eines einem einen und oder aber ist sind war waren "
     "wird werden wurde wurden hat haben hatte im in am an auf aus bei mit nach von vor zu zum "
     "zur für über unter als wie auch nicht es sie er wir ihr sich dass daß so noch nur sehr "
@@ -164,11 +169,11 @@ _OTHER_STOPWORDS = (
     "comprend comprennent est-à-dire dire voici voilà ainsi alors donc "
     "según acuerdo mide miden cuenta cuentan posee poseen alcanza alcanzan llega llegan "
     "dispone incluye incluyen unos cerca casi alrededor año años"
-).split()
+)
 
 #: Words that frame, report or qualify rather than assert (what a summary or description adds
 #: around the facts of its source): not content units.
-FRAME_WORDS = (
+FRAME_WORDS = _word_list(
     "according based provided provide provides providing given mention mentions mentioned "
     "mentioning state states stated note notes noted noting indicate indicates indicated "
     "suggest suggests suggested describe describes described description report reports "
@@ -180,7 +185,7 @@ FRAME_WORDS = (
     "answer question specifically generally typically usually often like such way ways "
     "thing things aspect aspects fact ask asks asked asking yes despite whereas while "
     "roughly approximately about around nearly almost some worth"
-).split()
+)
 
 
 _NUMBER_WORDS = sorted(w for w, form in WORD_FORMS.items() if form.isdigit())
@@ -386,8 +391,9 @@ NOUN_CAPITALIZING = ("de",)
 def names(text: pl.Expr, lang: pl.Expr | None = None) -> pl.Expr:
     """The names of ``text`` as written: runs of capitalized words (joined by a space); the
     run that opens the text starts with :data:`OPENER` (a sentence-initial capital is grammar
-    as often as a name: the caller decides). Words of :func:`stopwords` are not names. For ``lang`` in :data:`NOUN_CAPITALIZING` only runs of two words or more
-    (``Reinhold Messner``): a single capitalized word there is a noun.
+    as often as a name: the caller decides). Words of :func:`stopwords` are not names. For
+    ``lang`` in :data:`NOUN_CAPITALIZING` only runs of two words or more (``Reinhold
+    Messner``): a single capitalized word there is a noun.
 
     >>> pl.select(names(pl.lit("Staff say the WHO met Simona Halep in Tampa, Florida."))
     ...           ).item().to_list()
@@ -540,7 +546,7 @@ def opposite_stems() -> pl.DataFrame:
 
 #: Nationality and city adjectives that German, French and Spanish write in lower case (English
 #: capitalizes them, so they are names there already): a claim's nationality is an anchor.
-DEMONYMS: tuple[str, ...] = tuple("""
+DEMONYMS: tuple[str, ...] = _word_list("""
 español española francés francesa alemán alemana italiano italiana inglés inglesa británico
 británica estadounidense mexicano mexicana argentino argentina chileno chilena colombiano
 colombiana peruano peruana brasileño brasileña portugués portuguesa suizo suiza austriaco
@@ -557,7 +563,7 @@ deutsch deutsche deutschen französisch französische spanisch spanische italien
 italienische englisch englische britisch britische amerikanisch amerikanische schweizer
 schweizerische österreichisch österreichische niederländisch niederländische schwedisch
 russisch russische chinesisch chinesische japanisch japanische polnisch polnische
-""".split())
+""")
 
 
 def demonym_stems() -> list[str]:

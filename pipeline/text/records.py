@@ -85,8 +85,10 @@ def conflicts(claims: pl.DataFrame, facts: pl.DataFrame) -> pl.DataFrame:
     >>> claims = pl.DataFrame({"_row": [0, 0, 0], "_claim": [0, 1, 2], "claim": [
     ...     "It offers valet parking.", "There is no valet but take-out is offered.",
     ...     "It does not offer take out, and it plays music."]})
-    >>> conflicts(claims, facts).sort("_claim").rows()
-    [(0, ['"valet" is False in the record']), (2, ['"Music" is unknown in the record', '"RestaurantsTakeOut" is True in the record'])]
+    >>> for row in conflicts(claims, facts).sort("_claim").rows():
+    ...     print(row)
+    (0, ['"valet" is False in the record'])
+    (2, ['"Music" is unknown in the record', '"RestaurantsTakeOut" is True in the record'])
     """
     empty = pl.DataFrame(schema={"_claim": pl.Int64, "conflicts": pl.List(pl.String)})
     if facts.is_empty() or claims.is_empty():

@@ -49,9 +49,9 @@ from pipeline.config import (
     GROUNDING_RULES,
 )
 from pipeline.metrics.common import safe_div
+from pipeline.metrics.embedding import support
 from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.metrics.qa.citation import parse_citation_markers, strip_citation_markers
-from pipeline.metrics.embedding import support
 from pipeline.text import claims, evidence
 from pipeline.text.sentences import split_sentences
 

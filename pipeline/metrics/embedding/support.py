@@ -120,8 +120,13 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
     ...     "evidence": ["The tower is 330 m high.", "It was hosted in Glendale in 2021.",
     ...                  "任正非创立了华为。", "任正非创立了华为。"],
     ...     "question": ["", "", "", ""], "lang": ["en", "en", "zh", "zh"], "_row": [0, 1, 2, 3]})
-    >>> claim_support(pairs, tau_lex=0.5).select("stated", "reasons").rows()
-    [(True, []), (False, ['"Tampa" not in the passages']), (True, []), (False, ['"由梁振英" not in the passages', 'low overlap: 29% of its words in the passages, 0 specific words missing'])]
+    >>> for row in claim_support(pairs, tau_lex=0.5).select("stated", "reasons").rows():
+    ...     print(row)
+    (True, [])
+    (False, ['"Tampa" not in the passages'])
+    (True, [])
+    (False, ['"由梁振英" not in the passages', 'low overlap: 29% of its words in the passages, \
+0 specific words missing'])
     """
     if "_claim_text" not in pairs.columns:  # the claim's units, unless read beforehand
         pairs = pairs.with_columns(**claim_units(pl.col("claim"), pl.col("lang")))
