@@ -1,6 +1,7 @@
 """The grounding rule on the hand-labeled claims of five languages
 (bench/data/claims_handwritten.jsonl, bench/bench_claims_handwritten.py): paraphrases, frames,
-counterfactual, baseless and same-topic claims, each scored as a response without markers against its one passage.
+counterfactual, baseless and same-topic claims, each scored as a response without markers
+against its one passage.
 
 The floors are the levels this version reaches (docs/grounding.md gives the figures and the
 targets): German and French meet the 0.90 of issue 33, Spanish does not yet (0.88), and the
