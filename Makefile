@@ -72,7 +72,10 @@ bench: $(TEST_STAMP)
 	$(BIN)/python bench/bench_whole.py $(BENCH_ARGS)
 	@echo "== grounding: accuracy on labeled RGB claims per language, backend and rule; speed =="
 	$(BIN)/python bench/bench_grounding.py --json out/bench/grounding.json \
-		--markdown out/bench/grounding.md --speed-baseline 7067551 --speed-rows 3000
+		--markdown out/bench/grounding.md --speed-baseline 26c43d2 --speed-rows 3000
+	@echo "== grounding on RAGTruth's human labels (answers as written) and hand-labeled claims =="
+	$(BIN)/python bench/bench_ragtruth.py --out out/bench/ragtruth.json
+	$(BIN)/python bench/bench_claims_handwritten.py
 	@echo "== multilingual: English-only run against the previous code, Chinese EM/F1 rows/s =="
 	$(BIN)/python bench/bench_multilingual.py --json out/bench/multilingual.json
 	@echo "== user metrics: a user SQL metric on a 1M-row answer run; pipeline.score in memory =="
