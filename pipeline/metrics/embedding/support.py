@@ -329,6 +329,12 @@ def _missing_names(found: pl.DataFrame) -> pl.DataFrame:
         pl.col("s_missing").list.eval(
             pl.element().filter(pl.element().is_in(claims.demonym_stems()))).alias("names"),
     ).explode("names").drop_nulls("names")
+    # ... unless the word is a capitalized name already reported ("Paris", not "paris").
+    reported = capitalized.select(
+        "_pair", pl.col("names").str.to_lowercase().str.extract_all(claims.WORD)
+        .list.eval(pl.element().str.slice(0, claims.STEM_LENGTH)).alias("names"),
+    ).explode("names")
+    lowercase = lowercase.join(reported, on=["_pair", "names"], how="anti")
     return pl.concat([capitalized, lowercase]).group_by("_pair", maintain_order=True).agg(
         pl.col("names").unique(maintain_order=True).alias("missing_names")
     )
