@@ -33,12 +33,11 @@ from functools import cache
 import polars as pl
 
 from pipeline.rules.files import STOPWORDS_FILE, read_text
+from pipeline.text.evidence import CHARACTER_SCRIPTS as _CHARACTER_SCRIPTS
 
 #: Characters kept of a content word (truncation stemming).
 STEM_LENGTH = 5
 
-#: Scripts written without spaces (read as characters, :mod:`pipeline.text.evidence`).
-_CHARACTER_SCRIPTS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}"
 #: A word: a run of letters, marks and digits outside :data:`_CHARACTER_SCRIPTS`.
 WORD = rf"[^\W_{_CHARACTER_SCRIPTS}]+"
 _WORD = WORD
