@@ -167,7 +167,8 @@ _OTHER_STOPWORDS = _word_list(
     "mesure mesurent compte comptent possède possèdent atteint atteignent dispose "
     "comprend comprennent est-à-dire dire voici voilà ainsi alors donc "
     "según acuerdo mide miden cuenta cuentan posee poseen alcanza alcanzan llega llegan "
-    "dispone incluye incluyen unos cerca casi alrededor año años"
+    "dispone incluye incluyen unos cerca casi alrededor año años una uno ninguna ninguno "
+    "otra otro otras otros"
 )
 
 #: Words that frame, report or qualify rather than assert (what a summary or description adds
@@ -351,10 +352,13 @@ def han_numbers(text: pl.Expr) -> pl.Expr:
 def numbers(text: pl.Expr) -> pl.Expr:
     """The distinct numbers of ``text`` in one form (``List[String]``): a ``,`` or ``.``
     before exactly three digits separates thousands, any other is a decimal point; number
-    words count (:data:`WORD_FORMS`).
+    words count (:data:`WORD_FORMS`), and a duration in hours or minutes counts in the
+    other unit too (:func:`_durations`).
 
     >>> pl.select(numbers(pl.lit("1,642 m, 1.642 m, 3,5 %, five days, 2.75, 4.0"))).item().to_list()
     ['1642', '3.5', '2.75', '4', '5']
+    >>> pl.select(numbers(pl.lit("tres horas, 90 minutes"))).item().to_list()
+    ['90', '3', '180', '1.5']
     """
     thousands = r"(\p{Nd})[.,\u00a0\u202f ](\p{Nd}{3})\b"
     digits = (
@@ -376,7 +380,33 @@ def numbers(text: pl.Expr) -> pl.Expr:
         .list.eval(pl.element().filter(pl.element().is_in(_NUMBER_WORDS)).replace(WORD_FORMS))
     )
     return digits.list.concat(compounds).list.concat(spelled).list.concat(
-        han_numbers(text)).list.unique(maintain_order=True)
+        han_numbers(text)).list.concat(_durations(text, thousands)).list.unique(
+        maintain_order=True)
+
+
+_HOURS = "|".join(w for w, form in WORD_FORMS.items() if form == "hour")
+_MINUTES = "|".join(w for w, form in WORD_FORMS.items() if form == "minute")
+_AMOUNT = rf"\d+(?:[.,]\d+)?|\b(?:{_CARDINALS})"
+
+
+def _durations(text: pl.Expr, thousands: str) -> pl.Expr:
+    """The durations of ``text`` in the other unit: hours in minutes (``three hours`` ->
+    ``"180"``), minutes in hours where that is exact to two decimals
+    (``90 minutos`` -> ``"1.5"``), so a duration reads as
+    one number in either unit."""
+    lowered = text.str.to_lowercase().str.replace_all(thousands, "${1}${2}")
+
+    def amounts(unit: str, factor: float) -> pl.Expr:
+        value = (
+            pl.element().str.extract(rf"^({_AMOUNT})", 1).replace(WORD_FORMS)
+            .str.replace(",", ".").cast(pl.Float64, strict=False) * factor
+        )
+        exact = value.filter((value * 100) == (value * 100).round())
+        written = pl.when(exact == exact.round()).then(exact.cast(pl.Int64).cast(pl.String)) \
+            .otherwise(exact.cast(pl.String))
+        return lowered.str.extract_all(rf"(?:{_AMOUNT})\s*(?:{unit})\b").list.eval(written)
+
+    return amounts(_HOURS, 60.0).list.concat(amounts(_MINUTES, 1 / 60))
 
 
 #: A capitalized word as written (``Halep``, ``O'Malley``, ``U.S``, ``WHO``).

@@ -177,6 +177,7 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
     found = found.with_columns(coverage.alias("coverage"))
     missing_names = _missing_names(found)
     opposed = _opposed(found)
+    ranked = _unranked(pairs)
     conflicts = records.conflicts(
         pairs.select("_row", pl.col("_pair").alias("_claim"), pl.col("_claim_text").alias("claim")),
         records.record_facts(
@@ -187,12 +188,14 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         found.join(missing_names, on="_pair", how="left", maintain_order="left")
         .join(conflicts, on="_pair", how="left", maintain_order="left")
         .join(opposed, on="_pair", how="left", maintain_order="left")
-        .with_columns(pl.col("missing_names", "conflicts", "opposed").fill_null(_EMPTY))
+        .join(ranked, on="_pair", how="left", maintain_order="left")
+        .with_columns(pl.col("missing_names", "conflicts", "opposed", "unranked")
+                      .fill_null(_EMPTY))
     )
     anchored = (
         (pl.col("missing_numbers").list.len() == 0) & (pl.col("missing_names").list.len() == 0)
         & (pl.col("missing_characters").list.len() == 0) & (pl.col("conflicts").list.len() == 0)
-        & (pl.col("opposed").list.len() == 0)
+        & (pl.col("opposed").list.len() == 0) & (pl.col("unranked").list.len() == 0)
     )
     # WordNet is English: elsewhere every word would count as specific.
     english = pl.col("lang").is_null() | pl.col("lang").is_in(["en", "und"])
@@ -218,6 +221,7 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
                                                              pl.element())),
             pl.col("conflicts"),
             pl.col("opposed"),
+            pl.col("unranked"),
             pl.when(~lexical).then(pl.concat_list(pl.format(
                 "low overlap: {}% of its words in the passages, {} specific words missing",
                 (pl.col("coverage") * 100).round(0).cast(pl.Int64), pl.col("n_heavy_missing"),
@@ -253,6 +257,40 @@ def _opposed(found: pl.DataFrame) -> pl.DataFrame:
     )
     return contradicted.group_by("_pair", maintain_order=True).agg(
         pl.format('"{}…" where the passages say "{}…"', "stem", "opposite").alias("opposed")
+    )
+
+
+#: A superlative and the word after it (``largest city``, ``más cálido``, ``plus haut``).
+_SUPERLATIVE = r"\b(?:most|least|más|menos|plus|moins|\p{L}{3,}est)\s+\p{L}+"
+#: An ordinal that ranks a superlative (``second largest``, ``segundo año más cálido``).
+_RANK = (r"\b(?:second|third|fourth|fifth|segund[oa]|tercer[oa]?|cuart[oa]|quint[oa]|"
+         r"zweit\p{L}*|dritt\p{L}*|deuxième|troisième|quatrième|"
+         r"\d+(?:st|nd|rd|th|º|ª|e|ème))\s+(?:\p{L}+\s+){0,2}")
+
+
+def _unranked(pairs: pl.DataFrame) -> pl.DataFrame:
+    """``_pair`` and ``unranked``: superlatives the claim states outright where the evidence
+    only ranks them ("the warmest year" where the passage says "the second warmest year").
+    Numbers do not catch it: the claim has no number to miss."""
+    said = pairs.select(
+        "_pair", pl.col("_claim_text").str.to_lowercase().alias("claim"),
+        pl.col("evidence").str.to_lowercase().alias("evidence"),
+    ).with_columns(
+        # "más cálido que 2023" compares rather than ranks.
+        pl.col("claim").str.extract_all(_SUPERLATIVE + r"(?:\s+\p{L}+)?").list.eval(
+            pl.element().filter(~pl.element().str.contains(r"\s(?:que|than|als)$"))
+            .str.extract(r"^(\S+\s+\S+)", 1)).alias("phrase")
+    ).explode("phrase").drop_nulls("phrase")
+    ranked = pl.lit(_RANK) + pl.col("phrase")
+    outright = said.filter(
+        ~pl.col("claim").str.contains(ranked)
+        & (pl.col("evidence").str.count_matches(ranked) > 0)
+        & (pl.col("evidence").str.count_matches(ranked)
+           == pl.col("evidence").str.count_matches(pl.col("phrase"), literal=True))
+    )
+    return outright.group_by("_pair", maintain_order=True).agg(
+        pl.format('"{}" where the passages rank it (second, third …)', "phrase")
+        .alias("unranked")
     )
 
 
