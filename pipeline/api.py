@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 import polars as pl
 
@@ -38,7 +38,15 @@ from pipeline.io.layout import (
     SCORES_FILE,
 )
 from pipeline.phases import phase
-from pipeline.schema import KEY_COLUMNS, REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN, InputError
+from pipeline.schema import (
+    KEY_COLUMNS,
+    READER_SCHEMA,
+    RECORD_SCHEMA,
+    REJECTED_SCHEMA,
+    ROW_COLUMN,
+    SOURCE_COLUMN,
+    InputError,
+)
 
 if TYPE_CHECKING:
     from pipeline.compare import Comparison
@@ -66,6 +74,8 @@ Records: TypeAlias = object
 #: separated) and user-defined metric objects (:mod:`pipeline.metrics.user`).
 Metrics: TypeAlias = str | Sequence[object]
 PathLike: TypeAlias = str | os.PathLike[str]
+#: A run's settings: a TOML file's path, TOML text, a dict of the same tables, or a Config.
+ConfigLike: TypeAlias = PathLike | Mapping[str, Any] | Config
 
 
 # --- results ------------------------------------------------------------------------------------
@@ -77,7 +87,9 @@ class Scored:
 
     ``scores``: one row per scored record, the columns and values of ``scores.parquet`` of
     ``rag-eval evaluate`` on the same rows (key columns, ``source``, ``row_number``,
-    ``row_hash``, one column per metric, ``signature``). ``rejected``: one row per record that
+    ``row_hash``, one column per metric, ``signature``) with the row's texts (``question``,
+    ``reference``, ``response``, ``contexts``) and the input's other columns that were kept
+    (``keep_columns``) after ``row_number``. ``rejected``: one row per record that
     was not scored (``source``, ``row_number``, ``id``, ``reason``, ``raw``). ``signature``: the
     settings behind every score (:meth:`pipeline.config.Config.signature`).
     """
@@ -121,9 +133,10 @@ def score(
     data: Records,
     *,
     metrics: Metrics | None = None,
-    config: PathLike | Config | None = None,
+    config: ConfigLike | None = None,
     columns: Mapping[str, str] | None = None,
     embedding_backend: str | None = None,
+    keep_columns: Sequence[str] | None = None,
 ) -> Scored:
     """Validate and score ``data`` in memory; write nothing.
 
@@ -131,9 +144,13 @@ def score(
     Face ``datasets.Dataset`` or a path (or list of paths) of records files, read as
     ``rag-eval evaluate --input`` reads a file (known layouts such as RAGAS, derived ids,
     ``columns``). ``metrics``: names or families (default: the configuration's, else all);
-    ``config``: a TOML file or a :class:`~pipeline.config.Config` (default: the defaults);
+    ``config``: a TOML file's path, TOML text, a dict of the same tables
+    (``{"answer": {"strip_citation_markers": False}}``) or a :class:`~pipeline.config.Config`
+    (default: the defaults);
     ``columns``: canonical name -> name in ``data``, over the config's ``[columns]``;
-    ``embedding_backend``: as ``--embedding-backend``.
+    ``embedding_backend``: as ``--embedding-backend``; ``keep_columns``: the input's columns
+    that are no canonical column (a ``label``) to carry into :attr:`Scored.scores` (default:
+    all of them; ``[]``: none, each named in a warning).
 
     Rows that fail validation, and rows whose key an earlier row of the same input holds, are
     in :attr:`Scored.rejected` with their reasons (and a warning is logged), never dropped.
@@ -152,7 +169,10 @@ def score(
 
     settings, specs = _settings(config, metrics=metrics, columns=columns,
                                 embedding_backend=embedding_backend)
-    inputs = _reader_frames(data, settings)
+    keep = None if keep_columns is None else list(
+        [keep_columns] if isinstance(keep_columns, str) else keep_columns
+    )
+    inputs = _reader_frames(data, settings, keep)
     parts = [validate_records(frame, source, settings, check_duplicates=False)
              for frame, source in inputs]
     valid = pl.concat([part.records for part in parts])
@@ -166,12 +186,12 @@ def score(
         n_read = sum(part.n_read for part in parts)
         log.warning("%d of %d rows rejected: Scored.rejected has them with their reasons",
                     rejected.height, n_read)
-    return Scored(scores=_scores(kept, valid, settings, specs), rejected=rejected,
-                  signature=settings.signature())
+    scores = _with_texts(_scores(kept, valid, settings, specs), kept, inputs)
+    return Scored(scores=scores, rejected=rejected, signature=settings.signature())
 
 
 def _settings(
-    config: PathLike | Config | None,
+    config: ConfigLike | None,
     *,
     metrics: Metrics | None = None,
     columns: Mapping[str, str] | None = None,
@@ -188,14 +208,14 @@ def _settings(
 
 
 def _configure(
-    config: PathLike | Config | None,
+    config: ConfigLike | None,
     *,
     metrics: Metrics | None = None,
     columns: Mapping[str, str] | None = None,
     embedding_backend: str | None = None,
 ) -> Config:
-    """``config`` (a file, a Config or the defaults) with the arguments over it, as the
-    command line puts its flags over ``--config``."""
+    """``config`` (a file, TOML text, a dict, a Config or the defaults) with the arguments over
+    it, as the command line puts its flags over ``--config``."""
     from pipeline.metrics.user import with_user_metrics
 
     if isinstance(config, Config):
@@ -205,8 +225,14 @@ def _configure(
         if embedding_backend is not None:
             settings = replace(settings, embedding_backend=embedding_backend)
     else:
-        settings = load_config(None if config is None else Path(config),
-                               columns=dict(columns or {}),
+        given: dict[str, Any] = {}
+        if isinstance(config, Mapping):
+            given["data"] = config
+        elif isinstance(config, str) and _is_toml_text(config):
+            given["text"] = config
+        elif config is not None:
+            given["path"] = Path(config)
+        settings = load_config(**given, columns=dict(columns or {}),
                                embedding_backend=embedding_backend)
     if metrics is None:
         return settings
@@ -219,16 +245,29 @@ def _configure(
                                             selection))
 
 
-def _reader_frames(data: Records, config: Config) -> list[tuple[pl.DataFrame, str]]:
-    """``(frame, source)`` of each input, as the command line's readers return them."""
+def _is_toml_text(config: str) -> bool:
+    """Whether a ``config`` string is TOML text rather than a file's path: it has a line break,
+    opens a ``[table]``, or sets a key (``=``) and names no file."""
+    text = config.strip()
+    if "\n" in text or text.startswith("["):
+        return True
+    return "=" in text and not text.endswith(".toml") and not Path(config).exists()
+
+
+def _reader_frames(
+    data: Records, config: Config, keep: Sequence[str] | None = ()
+) -> list[tuple[pl.DataFrame, str]]:
+    """``(frame, source)`` of each input, as the command line's readers return them, with the
+    other columns ``keep`` names (None: all)."""
     from pipeline.io.readers import read_frame, read_records
 
     paths = _paths(data)
     if paths is not None:
         if not paths:
             raise ConfigError("no records: give data or at least one path")
-        return [(read_records(os.fspath(path), config), os.fspath(path)) for path in paths]
-    return [(read_frame(_polars(data), DATA_SOURCE, config), DATA_SOURCE)]
+        return [(read_records(os.fspath(path), config, keep), os.fspath(path))
+                for path in paths]
+    return [(read_frame(_polars(data), DATA_SOURCE, config, keep), DATA_SOURCE)]
 
 
 def _paths(data: Records) -> list[PathLike] | None:
@@ -331,6 +370,36 @@ def _scores(
     return pl.concat([_from_arrow(schema.empty_table()), *batches])
 
 
+def _with_texts(
+    scores: pl.DataFrame, records: pl.DataFrame, inputs: Sequence[tuple[pl.DataFrame, str]]
+) -> pl.DataFrame:
+    """``scores`` with each row's texts (:data:`TEXT_COLUMNS` of ``records``) and the kept
+    input columns of ``inputs`` (as read) after ``row_number``; a kept column named like a
+    column of the scores (a metric) is left out with a warning."""
+    from pipeline.io.layout import TEXT_COLUMNS
+
+    on = [SOURCE_COLUMN, ROW_COLUMN]
+    texts = [name for name in TEXT_COLUMNS if name not in scores.columns]
+    known = {*RECORD_SCHEMA, *on, *READER_SCHEMA}
+    extras = []
+    for frame, source in inputs:
+        kept = [name for name in frame.columns if name not in known]
+        for name in (n for n in kept if n in scores.columns):
+            log.warning("%s: column %r is not kept: the scores have a column of that name; "
+                        "rename it", source, name)
+        kept = [name for name in kept if name not in scores.columns]
+        if kept:
+            extras.append(frame.select(*on, *kept))
+    joined = scores.join(records.select(*on, *texts), on=on, how="left", maintain_order="left")
+    names = []
+    if extras:
+        extra = pl.concat(extras, how="diagonal_relaxed")
+        names = [name for name in extra.columns if name not in on]
+        joined = joined.join(extra, on=on, how="left", maintain_order="left")
+    cut = scores.columns.index(ROW_COLUMN) + 1
+    return joined.select(*scores.columns[:cut], *texts, *names, *scores.columns[cut:])
+
+
 # --- evaluate -----------------------------------------------------------------------------------
 
 
@@ -340,7 +409,7 @@ def evaluate(
     *,
     store: PathLike | None = None,
     metrics: Metrics | None = None,
-    config: PathLike | Config | None = None,
+    config: ConfigLike | None = None,
     columns: Mapping[str, str] | None = None,
     embedding_backend: str | None = None,
     stats: bool = True,
@@ -629,11 +698,14 @@ class Run:
         resamples: int | None = None,
         seed: int | None = None,
         out: PathLike | None = None,
+        item_drop: float | None = None,
     ) -> Compared:
         """This run against ``baseline``, as ``rag-eval compare BASELINE THIS``: per-slice
         deltas with intervals, regressed, new and missing items, and the regression gate
         (``max_drop``: metric, built-in or a user metric of this run -> largest allowed fall of
-        a model's mean, default answer_f1 and answer_em 0.02; ``max_regressed_items``).
+        a model's mean, default answer_f1 and answer_em 0.02; ``max_regressed_items``;
+        ``item_drop``: an item regressed in a metric that fell by more, default
+        :data:`pipeline.compare.DEFAULT_ITEM_DROP`).
         ``out``: also write the four tables there (``rag-eval compare`` writes them to
         ``THIS/compare``)."""
         from pipeline import compare as comparing
@@ -650,6 +722,7 @@ class Run:
                 theirs, mine, gate=gate, force=force,
                 resamples=DEFAULT_RESAMPLES if resamples is None else resamples,
                 seed=DEFAULT_SEED if seed is None else seed,
+                item_drop=comparing.DEFAULT_ITEM_DROP if item_drop is None else item_drop,
             )
         if out is not None:
             target = atomic.output_dir(Path(out))

@@ -597,8 +597,19 @@ _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords"
 _USER_METRIC_KEYS = {"sql", "kind", "description", "higher_is_better", "lower", "upper"}
 
 
-def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
-    """Read a TOML config file (or defaults when ``path`` is None) and apply keyword overrides.
+#: How errors name a config given as TOML text or as a dict (whose relative paths are taken
+#: from the current directory).
+TEXT_CONFIG = "config (TOML text)"
+DICT_CONFIG = "config (dict)"
+
+
+def load_config(
+    path: str | Path | None = None, *, text: str | None = None,
+    data: Mapping[str, Any] | None = None, **overrides: Any,
+) -> Config:
+    """Read a TOML config file, TOML ``text`` or a ``data`` dict of the same tables (defaults
+    when none is given) and apply keyword overrides. All three are checked by the same rules,
+    with the same errors; a dict's errors name its section and key (``[abstention] phrases``).
 
     File layout::
 
@@ -663,7 +674,18 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     :func:`default_cache_dir`; pass ``embedding_cache_dir=None`` explicitly for no disk cache.
     """
     values: dict[str, Any] = {"embedding_cache_dir": default_cache_dir()}
-    if path is not None:
+    if sum(given is not None for given in (path, text, data)) > 1:
+        raise ConfigError("give a config file, TOML text or a dict, not several")
+    if text is not None:
+        path = Path(TEXT_CONFIG)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    elif data is not None:
+        path = Path(DICT_CONFIG)
+        data = _toml_like(data, path)
+    elif path is not None:
         path = Path(path)
         try:
             data = tomllib.loads(path.read_bytes().decode("utf-8"))
@@ -677,6 +699,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
             raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); TOML is UTF-8") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    if data is not None and path is not None:
         for name in sorted(set(data) - _SECTIONS):
             what = f"section [{name}]" if isinstance(data[name], dict) else f"key {name!r}"
             raise ConfigError(
@@ -698,6 +721,22 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     except RuleFileError as exc:
         raise ConfigError(str(exc)) from exc
     return config
+
+
+def _toml_like(value: Any, path: Path, where: str = "") -> Any:
+    """A config dict as ``tomllib`` would have parsed it: mappings as dicts with string keys,
+    tuples as lists, paths as strings; ``where`` names the key for errors."""
+    if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise ConfigError(f"{path}: key {key!r}{where and f' in {where}'} is not a string")
+        return {key: _toml_like(item, path, f"[{key}]" if not where else f"{where} {key}")
+                for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_toml_like(item, path, where) for item in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
 
 
 def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:

@@ -72,9 +72,20 @@ class Dataset:
         return table if self._indices is None else table.take(self._indices["indices"])
 
 
+#: The texts ``Scored.scores`` holds beside the columns of ``scores.parquet``.
+TEXTS = ["question", "reference", "response", "contexts"]
+
+
+def _cli_columns(scored: pl.DataFrame, expected: pl.DataFrame) -> pl.DataFrame:
+    """``scored`` (``Scored.scores``) as ``scores.parquet``: its texts follow ``row_number``."""
+    cut = expected.columns.index("row_number") + 1
+    assert scored.columns == [*expected.columns[:cut], *TEXTS, *expected.columns[cut:]]
+    return scored.select(expected.columns)
+
+
 def _same_scores(scored: pl.DataFrame, expected: pl.DataFrame) -> None:
     """Equal keys and metric columns (``source`` names the input, which differs)."""
-    assert scored.columns == expected.columns
+    scored = _cli_columns(scored, expected)
     assert_frame_equal(scored.drop(PROVENANCE), expected.drop(PROVENANCE))
 
 
@@ -84,7 +95,9 @@ def _same_scores(scored: pl.DataFrame, expected: pl.DataFrame) -> None:
 def test_score_of_a_path_is_the_clis_scores_exactly(cli_scores: pl.DataFrame) -> None:
     scored = pipeline.score(str(SAMPLE), metrics=METRICS)
     assert isinstance(scored, Scored)
-    assert_frame_equal(scored.scores, cli_scores)
+    assert_frame_equal(_cli_columns(scored.scores, cli_scores), cli_scores)
+    records = pl.read_parquet(SAMPLE)
+    assert scored.scores.select(["id", *TEXTS]).equals(records.select(["id", *TEXTS]))
     assert scored.rejected.height == 0
     assert scored.signature == cli_scores["signature"][0]
 
@@ -148,7 +161,8 @@ def test_rejected_rows_equal_the_clis(tmp_path: Path) -> None:
                               "--metrics", "answer,citation", "--no-stats",
                               "--no-progress"]) == 0
     scored = pipeline.score(source, metrics=METRICS)
-    assert_frame_equal(scored.scores, pl.read_parquet(out / SCORES_FILE))
+    cli = pl.read_parquet(out / SCORES_FILE)
+    assert_frame_equal(_cli_columns(scored.scores, cli), cli)
     assert_frame_equal(scored.rejected, pl.read_parquet(out / "rejected.parquet"))
 
 
@@ -356,25 +370,6 @@ def test_the_package_names() -> None:
     assert pipeline.metric is user.metric
     with pytest.raises(AttributeError, match="no_such_name"):
         pipeline.no_such_name  # noqa: B018
-
-
-# --- docs/python-api.md ---------------------------------------------------------------------------
-
-DOC = ROOT / "docs" / "python-api.md"
-
-
-def test_every_example_of_the_docs_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
-    assert len(blocks) >= 8
-    (tmp_path / "data" / "sample").mkdir(parents=True)
-    (tmp_path / "data" / "sample" / "records.parquet").symlink_to(SAMPLE)
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "python_api_doc"}
-    for number, block in enumerate(blocks, 1):
-        try:
-            exec(compile(block, f"{DOC.name} example {number}", "exec"), namespace)
-        except Exception as exc:  # pragma: no cover - the message names the example
-            raise AssertionError(f"{DOC.name} example {number} failed: {exc!r}\n{block}") from exc
 
 
 def test_a_store_run_reads_real_model_names_and_names_damaged_runs(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ Every reader returns the file's canonical columns, renamed from the names in the
 ``config.columns`` (canonical -> name in the file) or a known layout's names
 (:mod:`pipeline.io.columns`: RAGAS, Hugging Face ``datasets`` exports), followed by the
 provenance columns ``source`` (the path as given) and ``row_number`` (0-based index of the record
-in the file). Columns that are not canonical are dropped. Readers never cast or coerce a value;
+in the file). The input's other columns are dropped with a warning that names them, unless the
+caller asks to keep them (``keep``: :func:`read_records`, :func:`read_frame`); kept, they follow
+the provenance columns as read. Readers never cast or coerce a value;
 :mod:`pipeline.validate` turns the columns into the dtypes of
 :data:`pipeline.schema.RECORD_SCHEMA` or rejects the row with a reason.
 
@@ -68,6 +70,7 @@ from pipeline.io.columns import (  # noqa: F401 - source_names is re-exported (S
 from pipeline.io.derived_ids import ID_KEYS, derived_ids
 from pipeline.io.pylists import python_lists_as_json_series
 from pipeline.schema import (
+    PROVENANCE_SCHEMA,
     READER_PROBLEM,
     READER_RAW,
     READER_SCHEMA,
@@ -95,6 +98,8 @@ JSON_VALUE = pl.Struct(
 )
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: A format's reader: (path, source as given, config, columns to keep) -> the frame.
+Reader = Callable[[Path, str, Config, Sequence[str] | None], pl.DataFrame]
 
 #: Most bytes of one record: a line of JSON Lines, or the text of one row of any format
 #: (question, reference, response, references and contexts together), about four million
@@ -107,8 +112,11 @@ MAX_RECORD_BYTES = 16 * 2**20
 _SCAN_BYTES = 2**20
 
 
-def read_records(path: str | Path, config: Config) -> pl.DataFrame:
-    """Read one records file, choosing the reader by extension.
+def read_records(
+    path: str | Path, config: Config, keep: Sequence[str] | None = ()
+) -> pl.DataFrame:
+    """Read one records file, choosing the reader by extension; ``keep``: the file's other
+    columns to keep after the provenance columns (None: every one; :func:`extra_columns`).
 
     Raises :class:`~pipeline.schema.InputError` for an unknown extension, a missing, unreadable,
     malformed or empty file, and :class:`~pipeline.schema.MissingColumnError` when a required
@@ -127,7 +135,7 @@ def read_records(path: str | Path, config: Config) -> pl.DataFrame:
             f"{source}: unknown file extension {suffix!r}; supported: {', '.join(READERS)}"
         )
     check_file(Path(source), source)
-    frame = reader(Path(source), source, config)
+    frame = reader(Path(source), source, config, keep)
     if frame.height == 0:
         raise InputError(f"{source}: the file contains no records")
     frame = _complete(frame, source, config)
@@ -136,13 +144,14 @@ def read_records(path: str | Path, config: Config) -> pl.DataFrame:
 
 
 def read_frame(
-    frame: pl.DataFrame | pl.LazyFrame, source: str, config: Config
+    frame: pl.DataFrame | pl.LazyFrame, source: str, config: Config,
+    keep: Sequence[str] | None = (),
 ) -> pl.DataFrame:
     """An in-memory frame read as :func:`read_records` reads a Parquet file with its columns:
     the canonical columns (``config.columns``, known layouts, SQuAD answers), ``source`` (as
     given, the name its rows are reported under), ``row_number``, Python list reprs as JSON,
-    derived ids and ``config.input_labels`` of ``source``. Only the columns it reads are
-    collected from a LazyFrame.
+    derived ids and ``config.input_labels`` of ``source``, then the columns ``keep`` names
+    (None: every other column). Only the columns it reads are collected from a LazyFrame.
 
     Raises :class:`~pipeline.schema.MissingColumnError` when a required column is absent and
     :class:`~pipeline.schema.InputError` for a frame without rows.
@@ -152,11 +161,13 @@ def read_frame(
     ['id', 'question', 'reference', 'response', 'source']
     """
     lazy = frame.lazy()
-    plan = _require(lazy.collect_schema().names(), source, config)
-    found = lazy.select(plan.sources).collect()
+    names = lazy.collect_schema().names()
+    plan = _require(names, source, config)
+    extras = extra_columns(names, plan, source, keep)
+    found = lazy.select(*plan.sources, *extras).collect()
     if found.height == 0:
         raise InputError(f"{source}: the data holds no records")
-    return _complete(_finish(found, plan, source), source, config)
+    return _complete(_finish(found, plan, source, extras=extras), source, config)
 
 
 def record_count(path: str | Path) -> int | None:
@@ -218,6 +229,40 @@ def _require(
     return plan
 
 
+#: Names an input column keeps only under a canonical column: never carried as another column.
+_RESERVED = frozenset({*RECORD_SCHEMA, *PROVENANCE_SCHEMA, *READER_SCHEMA, "row_hash",
+                       "signature"})
+
+
+def extra_columns(
+    available: Iterable[str], plan: ColumnPlan, source: str, keep: Sequence[str] | None
+) -> list[str]:
+    """The input's columns that no canonical column reads (a user's ``label``) and ``keep``
+    names (None: all of them), in the input's order. The others are logged as not read, so
+    none goes silently; a name of ``keep`` that is not such a column raises InputError.
+
+    >>> plan = ColumnPlan(pairs=(("question", "question"), ("answer", "response")))
+    >>> extra_columns(["question", "answer", "label", "topic"], plan, "f.csv", None)
+    ['label', 'topic']
+    """
+    read = set(plan.sources)
+    others = [name for name in dict.fromkeys(available)  # "": pandas' index, ignored
+              if name and name not in read and name not in _RESERVED]
+    wanted = others if keep is None else list(dict.fromkeys(keep))
+    for name in wanted:
+        if name not in others:
+            why = ("is read as a canonical column" if name in read or name in _RESERVED
+                   else "is no column of the input")
+            raise InputError(f"{source}: keep_columns names {name!r}, which {why}; other "
+                             f"columns: {', '.join(others) or 'none'}")
+    dropped = [name for name in others if name not in wanted]
+    if dropped:
+        log.warning("%s: column(s) %s are not read: no canonical column (docs/input-formats.md);"
+                    " map one with --column CANONICAL=NAME, or keep them with "
+                    "pipeline.score(keep_columns=...)", source, ", ".join(dropped))
+    return wanted
+
+
 def _canonical(plan: ColumnPlan, schema: Mapping[str, pl.DataType]) -> list[pl.Expr]:
     """The canonical columns of ``plan`` from a frame with ``schema``: each file column under
     its canonical name, and SQuAD v2 answers as ``reference`` and ``references``."""
@@ -253,15 +298,17 @@ def squad_answer_columns(answers: pl.Expr, dtype: pl.DataType) -> list[pl.Expr]:
     return [reference.alias("reference"), texts.list.slice(1).alias("references")]
 
 
-def _finish(frame: pl.DataFrame, plan: ColumnPlan, source: str, offset: int = 0) -> pl.DataFrame:
+def _finish(frame: pl.DataFrame, plan: ColumnPlan, source: str, offset: int = 0,
+            extras: Sequence[str] = ()) -> pl.DataFrame:
     """Canonical columns in schema order, then ``source`` and ``row_number`` (from ``offset``),
-    then the reader's problem columns where ``frame`` has them."""
+    then the reader's problem columns where ``frame`` has them, then the kept ``extras``."""
     problems = [c for c in READER_SCHEMA if c in frame.columns]
     return frame.select(
         *_canonical(plan, frame.schema),
         pl.lit(source, dtype=pl.String).alias(SOURCE_COLUMN),
         (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias(ROW_COLUMN),
         *problems,
+        *extras,
     )
 
 
@@ -430,17 +477,19 @@ def _labelled(frame: pl.DataFrame, labels: Mapping[str, str]) -> pl.DataFrame:
 # --- Parquet ------------------------------------------------------------------------------------
 
 
-def _read_parquet(path: Path, source: str, config: Config) -> pl.DataFrame:
+def _read_parquet(path: Path, source: str, config: Config,
+                  keep: Sequence[str] | None = ()) -> pl.DataFrame:
     try:
         schema = pl.read_parquet_schema(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
     plan = _require(schema, source, config)
+    extras = extra_columns(schema, plan, source, keep)
     try:
-        frame = pl.read_parquet(path, columns=plan.sources)
+        frame = pl.read_parquet(path, columns=[*plan.sources, *extras])
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         raise InputError(f"{source}: cannot read Parquet data: {_first_line(exc)}") from exc
-    return _finish(frame, plan, source)
+    return _finish(frame, plan, source, extras=extras)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -486,6 +535,7 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
     plan = _require(handle.schema_arrow.names, source, config)
+    extra_columns(handle.schema_arrow.names, plan, source, ())  # named in the log, not read
     n_rows = handle.metadata.num_rows
     if n_rows == 0:
         raise InputError(f"{source}: the file contains no records")
@@ -614,10 +664,11 @@ class _Record:
     terminated: bool  #: whether a line break ends it (all but a file's cut last record)
 
 
-def _delimited(separator: str) -> Callable[[Path, str, Config], pl.DataFrame]:
+def _delimited(separator: str) -> Reader:
     kind = "TSV" if separator == "\t" else "CSV"
 
-    def read(path: Path, source: str, config: Config) -> pl.DataFrame:
+    def read(path: Path, source: str, config: Config,
+             keep: Sequence[str] | None = ()) -> pl.DataFrame:
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -627,10 +678,12 @@ def _delimited(separator: str) -> Callable[[Path, str, Config], pl.DataFrame]:
             header = _header(data, separator, source, kind)
             # a delimited file holds SQuAD v2 answers as a repr: not read as that layout
             plan = _require(header, source, config, squad_answers=False)
-            frame = _read_regular(data, separator, plan.sources, source, kind)
+            extras = extra_columns(header, plan, source, keep)
+            columns = [*plan.sources, *extras]
+            frame = _read_regular(data, separator, columns, source, kind)
             if frame is None:
-                frame = _read_rows(data, separator, header, plan.sources)
-        frame = _finish(frame, plan, source)
+                frame = _read_rows(data, separator, header, columns)
+        frame = _finish(frame, plan, source, extras=extras)
         # A delimited file cannot tell an empty cell from a missing value: required text keeps
         # "" (a valid, empty answer), optional columns read an empty cell as missing.
         optional = [c for c in frame.columns if c in RECORD_SCHEMA and c not in REQUIRED_COLUMNS]
@@ -970,7 +1023,8 @@ def _decoded(line: bytes, source: str, number: int) -> str:
         raise InputError(f"{source}: line {number}: not UTF-8 text: {exc}") from exc
 
 
-def _read_jsonl(path: Path, source: str, config: Config) -> pl.DataFrame:
+def _read_jsonl(path: Path, source: str, config: Config,
+                keep: Sequence[str] | None = ()) -> pl.DataFrame:
     objects: list[dict[str, Any]] = []
     check: list[int] = []  # objects whose line may hold a lone surrogate
     too_long: dict[int, tuple[str, str]] = {}  # object index -> (problem, raw)
@@ -1005,14 +1059,15 @@ def _read_jsonl(path: Path, source: str, config: Config) -> pl.DataFrame:
     if len(too_long) == len(objects):
         raise InputError(f"{source}: {next(iter(too_long.values()))[0]}; the file holds no "
                          "other record")
-    return _objects_frame(objects, source, config, check, too_long)
+    return _objects_frame(objects, source, config, check, too_long, keep)
 
 
-def _read_json(path: Path, source: str, config: Config) -> pl.DataFrame:
+def _read_json(path: Path, source: str, config: Config,
+               keep: Sequence[str] | None = ()) -> pl.DataFrame:
     text = _read_text(path, source)
     objects = _json_array(text, source)
     check = range(len(objects)) if _LONE_SURROGATE_ESCAPE.search(text) else range(0)
-    return _objects_frame(objects, source, config, check)
+    return _objects_frame(objects, source, config, check, keep=keep)
 
 
 def load_json_array(path: Path, source: str) -> tuple[list[dict[str, Any]], range]:
@@ -1056,13 +1111,15 @@ def _json_array(text: str, source: str) -> list[dict[str, Any]]:
 
 def _objects_frame(
     objects: list[dict[str, Any]], source: str, config: Config, check: Iterable[int],
-    unread: Mapping[int, tuple[str, str]] | None = None,
+    unread: Mapping[int, tuple[str, str]] | None = None, keep: Sequence[str] | None = (),
 ) -> pl.DataFrame:
     """The frame of parsed JSON ``objects``; those listed in ``check`` are searched for text
     that UTF-8 cannot encode and, where they hold some, become rows with a reader problem;
-    ``unread`` gives the problem and raw text of objects that could not be read at all."""
+    ``unread`` gives the problem and raw text of objects that could not be read at all; the
+    keys ``keep`` names are kept (:func:`_extra_series`)."""
     keys = list(dict.fromkeys(key for obj in objects for key in obj))
     plan = _require(keys, source, config)
+    extras = extra_columns(keys, plan, source, keep)
     read = plan.pairs if plan.answers is None else (*plan.pairs, (plan.answers, "reference"))
     objects, unreadable = without_lone_surrogates(objects, read, check)
     targets = _json_targets(plan.pairs)
@@ -1071,7 +1128,10 @@ def _objects_frame(
                    for obj in objects]
         targets[plan.answers] = pl.List(pl.String())
     frame = json_columns(objects, targets)
-    frame = _finish(frame, plan, source)
+    if extras:
+        frame = frame.with_columns(_extra_series(name, [obj.get(name) for obj in objects])
+                                   for name in extras)
+    frame = _finish(frame, plan, source, extras=extras)
     if unread:
         unreadable = pl.concat([unreadable, pl.DataFrame(
             {ROW_COLUMN: list(unread), READER_PROBLEM: [p for p, _ in unread.values()],
@@ -1081,6 +1141,16 @@ def _objects_frame(
     if unreadable.height:
         frame = frame.join(unreadable, on=ROW_COLUMN, how="left", maintain_order="left")
     return frame
+
+
+def _extra_series(name: str, values: list[Any]) -> pl.Series:
+    """A kept JSON key as polars infers it from its values, or its values as JSON text when
+    they have no one dtype (``1`` and ``"a"``)."""
+    try:
+        return pl.Series(name, values, strict=True)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        return pl.Series(name, [None if v is None else json.dumps(v, ensure_ascii=False)
+                                for v in values], pl.String)
 
 
 def squad_answer_texts(value: object) -> list[str] | None:
@@ -1237,7 +1307,7 @@ def _json_value_series(name: str, values: list[Any]) -> pl.Series:
     ).to_struct(name)
 
 
-READERS: dict[str, Callable[[Path, str, Config], pl.DataFrame]] = {
+READERS: dict[str, Reader] = {
     ".parquet": _read_parquet,
     ".jsonl": _read_jsonl,
     ".ndjson": _read_jsonl,

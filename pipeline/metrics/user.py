@@ -102,7 +102,7 @@ def metric(
     *,
     kind: str = "score",
     description: str = "",
-    needs: Sequence[str] = ("response",),
+    needs: Sequence[str] | None = None,
     batch: bool = False,
     higher_is_better: bool | None = None,
     lower: float | None = None,
@@ -110,9 +110,12 @@ def metric(
     version: str | None = None,
 ) -> Callable[[Callable[..., Any]], UserMetric]:
     """Declare a Python metric: the decorated function receives one argument per ``needs``
-    entry (a record column or another metric) and returns the metric's values.
+    entry (a record column or another metric; default ``("response",)``) and returns the
+    metric's values.
 
-    By default it receives ``pl.col(need)`` for each and returns a ``pl.Expr``; with
+    By default it receives ``pl.col(need)`` for each and returns a ``pl.Expr``; a function
+    without parameters is called without arguments and returns an expression over ``pl.col``
+    (what it reads is found in the expression; ``needs`` defaults to none). With
     ``batch=True`` it receives each column's ``pl.Series`` of one batch and returns a Series of
     the same length (for checks that call a model or a parser). ``kind`` is ``score``,
     ``flag``, ``count``, ``label`` or ``list``; ``version`` (default: a hash of the function's
@@ -123,20 +126,46 @@ def metric(
     ...     return response.str.split(" ").list.len()
     >>> words.definition.kind, words.definition.needs
     ('count', ('response',))
+    >>> @metric(kind="flag")
+    ... def short() -> pl.Expr:
+    ...     return pl.col("response").str.len_chars() < 40
+    >>> short.definition.needs
+    ()
     """
     def decorate(function: Callable[..., Any]) -> UserMetric:
+        bare = not _takes_arguments(function)
+        if bare and batch:
+            raise UserMetricError(
+                f"metric {name or function.__name__!r}: batch=True passes one Series per needs "
+                "entry; the function takes no parameter"
+            )
+        if needs is None:
+            declared: tuple[str, ...] = () if bare else ("response",)
+        else:
+            declared = tuple(needs)
         definition = UserMetricDef(
             name=name or function.__name__, kind=kind,
             description=description or (inspect.getdoc(function) or "").split("\n")[0],
             module=function.__module__, function=function.__qualname__,
             version=version or source_hash(function), higher_is_better=higher_is_better,
-            lower=lower, upper=upper, needs=tuple(needs), batch=batch,
+            lower=lower, upper=upper, needs=declared, batch=batch,
         )
         user_metric = UserMetric(definition, function)
         _DECORATED[(function.__module__, function.__qualname__)] = user_metric
         return user_metric
 
     return decorate
+
+
+def _takes_arguments(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes a positional argument (a parameter or ``*args``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called as declared
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                  inspect.Parameter.VAR_POSITIONAL)
+    return any(p.kind in positional for p in parameters)
 
 
 def sql_metric(
@@ -314,6 +343,8 @@ def _builder(definition: UserMetricDef) -> Callable[[Inputs], pl.Expr]:
         run = _batch(definition, user_metric.function)
         dtype = KIND_DTYPES[definition.kind]
         return lambda _inputs: pl.map_batches(columns, run, return_dtype=dtype)
+    if not _takes_arguments(user_metric.function):  # an expression over pl.col itself
+        return lambda _inputs: user_metric.function()
     return lambda _inputs: user_metric.function(*columns)
 
 
