@@ -48,6 +48,12 @@ $(RGB_RECORDS): $(EVAL_STAMP) $(RGB_SAMPLE)/rgb_data.json $(RGB_SAMPLE)/rgb_outp
 evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 	$(BIN)/python -m pipeline evaluate --input $(SAMPLE) --input $(RGB_RECORDS) --out $(OUT) \
 		--report $(OUT)/report.html
+	@echo
+	@echo "rag-eval is installed in $(VENV). Run it as $(BIN)/rag-eval, or activate the venv first:"
+	@echo "  source $(BIN)/activate"
+	@echo "  rag-eval --help"
+	@echo "  rag-eval query $(OUT) \"select model, n, answer_f1 from headline\""
+	@echo "The README's tour (A five-minute tour) starts from there."
 
 # Two workers, each taking whole test files (their module fixtures, the Spark session among them,
 # are built once): about 5.5 minutes on 2 cores instead of 9.5 (docs/benchmarks.md, make test).

@@ -4,8 +4,9 @@
 RGB task), the change of every mean metric from run A to run B with a paired bootstrap interval
 and a p-value (:func:`pipeline.stats.comparison_table`: a slice is keyed by its name and one
 typed column per slice column, metrics are named as the views name their means); the items that
-regressed (a binary metric 1 -> 0, a score dropping by more than :data:`ITEM_DROP`); the items
-only one run has; and the verdict of a regression gate a scheduler can act on.
+regressed, per metric, with their question, reference and both responses (:func:`regressed_items`:
+a score or 0/1 flag that fell by more than :data:`DEFAULT_ITEM_DROP` in its better direction);
+the items only one run has; and the verdict of a regression gate a scheduler can act on.
 
 Runs whose signatures differ in anything but the package version scored with different settings
 and are refused (:class:`IncomparableRunsError`) unless ``force=True``.
@@ -22,7 +23,9 @@ from types import MappingProxyType
 import polars as pl
 
 from pipeline.io.atomic import write_parquet_atomic
-from pipeline.io.layout import SCORES_FILE
+from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
+from pipeline.metrics.spec import MEAN_KINDS
+from pipeline.metrics.user import scores_catalog
 from pipeline.schema import InputError
 from pipeline.stats import (
     DEFAULT_RESAMPLES,
@@ -35,12 +38,15 @@ log = logging.getLogger(__name__)
 
 #: Columns that identify the same item in two runs (the run label itself may differ).
 ITEM_KEY: tuple[str, ...] = ("id", "model", "noise_level", "task")
-#: An item regressed when a binary metric went from 1 to 0 ...
-ITEM_FLIPS: tuple[str, ...] = ("answer_em", "rgb_correct")
-#: ... or a score dropped by more than this.
-ITEM_DROP: Mapping[str, float] = MappingProxyType(
-    {"answer_f1": 0.3, "overlap": 0.3, "faithfulness": 0.3, "citation_f1": 0.3}
-)
+#: An item regressed when one of its scores or 0/1 flags (a metric with a better direction)
+#: fell by more than this in that direction: a flag 1 -> 0, an F1 from 0.33 to 0.25, a
+#: ``numeric_accuracy`` from 1 to 0. Small enough to list a changed year or number, large enough
+#: to leave out the float noise of embedding scores. ``rag-eval compare --item-drop X`` sets it.
+DEFAULT_ITEM_DROP = 0.05
+#: Metric families that are no verdict on the answer (tokens, latency): never an item regression.
+ITEM_EXCLUDED_FAMILIES = frozenset({"usage"})
+#: Texts shown with each regressed item (``response`` of both runs).
+ITEM_TEXTS: tuple[str, ...] = ("question", "reference", "response")
 #: Default gate: a model's mean may not fall by more than this, with the interval below zero.
 DEFAULT_MAX_DROP: Mapping[str, float] = MappingProxyType({"answer_f1": 0.02, "answer_em": 0.02})
 #: Signature parts of user-defined metrics: ``metric.NAME:KIND.DIRECTION.IDENTITY``.
@@ -84,6 +90,15 @@ def read_scores(run_dir: Path) -> pl.DataFrame:
     if not path.is_file():
         raise InputError(f"{run_dir}: no {SCORES_FILE} (is it the --out of an evaluate run?)")
     return pl.read_parquet(path)
+
+
+def read_texts(run_dir: Path) -> pl.DataFrame | None:
+    """The question, reference and response of each scored row of a run, keyed by ``source``
+    and ``row_number`` as its scores; None for a run written without ``texts.parquet``."""
+    path = Path(run_dir) / TEXTS_FILE
+    if not path.is_file():
+        return None
+    return pl.read_parquet(path, columns=["source", "row_number", *ITEM_TEXTS])
 
 
 def _components(signature: str) -> dict[str, str]:
@@ -162,29 +177,66 @@ def _paired_items(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     return a.join(b, on=list(ITEM_KEY), how="inner", suffix="_b", nulls_equal=True)
 
 
-def regressed_items(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    """One row per (item, metric) that regressed: key columns, metric, before, after."""
-    paired = _paired_items(a, b)
+def item_metrics(a: pl.DataFrame, b: pl.DataFrame) -> dict[str, bool]:
+    """The metrics an item can regress in, each with whether higher is better: the scores and
+    0/1 flags both runs have that have a better direction (built-in or user-defined, as the
+    signatures declare), not tokens or latency (:data:`ITEM_EXCLUDED_FAMILIES`)."""
+    signatures = b["signature"].drop_nulls().unique().to_list() if "signature" in b.columns else []
+    catalog = scores_catalog(b.schema, signatures)
+    return {
+        name: spec.higher_is_better for name, spec in catalog.items()
+        if name in a.columns and spec.kind in MEAN_KINDS and spec.higher_is_better is not None
+        and spec.family not in ITEM_EXCLUDED_FAMILIES
+    }
+
+
+def regressed_items(a: pl.DataFrame, b: pl.DataFrame, *, item_drop: float = DEFAULT_ITEM_DROP,
+                    texts_a: pl.DataFrame | None = None,
+                    texts_b: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per (item, metric) that regressed: the item's key, metric, before, after, drop
+    (how far it fell in its better direction, > ``item_drop``), then the question, reference
+    and the response of each run (``response_a``, ``response_b``; null without ``texts_*``).
+
+    >>> a = pl.DataFrame({"id": ["q1", "q2"], "model": "m", "noise_level": None, "task": None,
+    ...                   "answer_em": [1, 1], "answer_f1": [1.0, 0.5]})
+    >>> b = a.with_columns(pl.Series("answer_f1", [0.9, 0.5]))
+    >>> regressed_items(a, b).select("id", "metric", "before", "after").rows()
+    [('q1', 'answer_f1', 1.0, 0.9)]
+    """
+    paired = _paired_items(_with_texts(a, texts_a), _with_texts(b, texts_b))
     parts = []
-    rules = [(m, 0.5) for m in ITEM_FLIPS] + list(ITEM_DROP.items())
-    for metric, threshold in rules:
-        if metric not in a.columns or metric not in b.columns:
-            continue
+    for metric, higher in item_metrics(a, b).items():
         before = pl.col(metric).cast(pl.Float64)
         after = pl.col(f"{metric}_b").cast(pl.Float64)
+        drop = (before - after) if higher else (after - before)
         parts.append(
-            paired.filter((before - after) > threshold).select(
+            paired.filter(drop > item_drop).select(
                 *ITEM_KEY,
                 pl.lit(metric).alias("metric"),
                 before.alias("before"),
                 after.alias("after"),
+                drop.alias("drop"),
+                "question", "reference",
+                pl.col("response").alias("response_a"),
+                pl.col("response_b"),
             )
         )
     schema = {**{k: a.schema[k] for k in ITEM_KEY}, "metric": pl.String(),
-              "before": pl.Float64(), "after": pl.Float64()}
+              "before": pl.Float64(), "after": pl.Float64(), "drop": pl.Float64(),
+              "question": pl.String(), "reference": pl.String(), "response_a": pl.String(),
+              "response_b": pl.String()}
     if not parts:
         return pl.DataFrame(schema=schema)
     return pl.concat(parts).sort(*ITEM_KEY, "metric", nulls_last=True)
+
+
+def _with_texts(scores: pl.DataFrame, texts: pl.DataFrame | None) -> pl.DataFrame:
+    """``scores`` with the :data:`ITEM_TEXTS` of each row (null where unknown)."""
+    scores = scores.drop([c for c in ITEM_TEXTS if c in scores.columns])
+    if texts is None or not {"source", "row_number"} <= set(scores.columns):
+        return scores.with_columns(pl.lit(None, pl.String).alias(c) for c in ITEM_TEXTS)
+    return scores.join(texts.unique(["source", "row_number"], keep="first"),
+                       on=["source", "row_number"], how="left", nulls_equal=True)
 
 
 def _only_in(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
@@ -296,8 +348,10 @@ def compare(
     force: bool = False,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    item_drop: float = DEFAULT_ITEM_DROP,
 ) -> Comparison:
-    """Compare run B against run A (the baseline).
+    """Compare run B against run A (the baseline); an item regressed in a metric that fell by
+    more than ``item_drop`` (:func:`regressed_items`).
 
     Refused (:class:`IncomparableRunsError`) when the runs have no item in common: a gate over
     nothing would pass by accident.
@@ -306,7 +360,8 @@ def compare(
     n_compared = check_common_items(a, b)
     note = check_signatures(a, b, force=force)
     deltas = slice_deltas(a, b, resamples=resamples, seed=seed)
-    regressed = regressed_items(a, b)
+    regressed = regressed_items(a, b, item_drop=item_drop, texts_a=read_texts(run_a),
+                                texts_b=read_texts(run_b))
     return Comparison(
         deltas=deltas,
         regressed=regressed,

@@ -20,6 +20,9 @@ Exit codes (the table of README.md, "Exit codes"):
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable
+
 from pipeline.cli._guard import EARLY, deferred_interrupts
 
 with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a traceback
@@ -31,24 +34,12 @@ with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a t
     import sys
     import threading
     from collections.abc import Iterator, Sequence
+    from types import ModuleType
     from typing import Any
 
-    from polars.exceptions import PanicException
-
     from pipeline import __version__
-    from pipeline.cli import (
-        checkout,
-        compare,
-        evaluate,
-        export,
-        ingest_rgb,
-        metrics,
-        query,
-        report,
-        stats,
-        validate,
-    )
-    from pipeline.cli.common import (  # noqa: F401 - the exit codes are re-exported
+    from pipeline.cli.base import (  # noqa: F401 - the exit codes are re-exported
+        COMMAND_HELP,
         EXIT_BUSY,
         EXIT_ERROR,
         EXIT_GATE,
@@ -63,29 +54,75 @@ with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a t
         log,
         output_target,
         print_error,
-        remove_leftovers,
         tolerate_closed_stdout,
     )
-    from pipeline.config import ConfigError
-    from pipeline.embed.backends import EmbeddingBackendError
-    from pipeline.io.atomic import OutputPathError
     from pipeline.logs import LOG_FORMATS, configure_logging
-    from pipeline.metrics.registry import UnknownMetricError
-    from pipeline.schema import InputError
-    from pipeline.store import StoreBusyError
 
-#: The commands in the order ``--help`` lists them.
-COMMANDS = (evaluate, validate, query, checkout, export, ingest_rgb, stats, compare, report,
-            metrics)
+#: The commands in the order ``--help`` lists them: the module of each. A command's module is
+#: imported only when that command runs (or shows its own help), by :func:`command_module`: the
+#: one dynamic import of the command line, so that ``--version``, ``--help`` and ``query`` do not
+#: load polars, the metric registry or the drivers (docs/benchmarks.md, start-up).
+COMMANDS: dict[str, str] = {
+    "evaluate": "pipeline.cli.evaluate",
+    "validate": "pipeline.cli.validate",
+    "query": "pipeline.cli.query",
+    "checkout": "pipeline.cli.checkout",
+    "export": "pipeline.cli.export",
+    "ingest-rgb": "pipeline.cli.ingest_rgb",
+    "stats": "pipeline.cli.stats",
+    "compare": "pipeline.cli.compare",
+    "report": "pipeline.cli.report",
+    "metrics": "pipeline.cli.metrics",
+}
 #: ``--help`` examples of the program (each command's are its module's ``EXAMPLES``).
 EXAMPLES = """\
   rag-eval evaluate --input answers.jsonl --out out
   rag-eval query out "select * from by_model"
   rag-eval report out --out report.html
   rag-eval compare baseline_out out"""
+#: Exception classes that mean a user or environment error (exit 2), by the module that defines
+#: them; a store locked by another run (exit 5) and polars' Rust panic are looked up the same way.
+USER_ERRORS = (
+    ("pipeline.schema", "InputError"),
+    ("pipeline.config", "ConfigError"),
+    ("pipeline.metrics.registry", "UnknownMetricError"),
+    ("pipeline.embed.backends", "EmbeddingBackendError"),
+    ("pipeline.io.atomic", "OutputPathError"),
+)
+BUSY_ERRORS = (("pipeline.store", "StoreBusyError"),)
+PANICS = (("polars.exceptions", "PanicException"),)
 
 
-def _parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    """The module of command ``name`` (its ``add_arguments`` and ``run``), imported now."""
+    return importlib.import_module(COMMANDS[name])
+
+
+def loaded(classes: Iterable[tuple[str, str]]) -> tuple[type[BaseException], ...]:
+    """Those of ``classes`` (module, name) whose module is imported. An exception of a module
+    that was never imported cannot have been raised, so the handlers of :func:`_main` name the
+    classes this way instead of importing the metric registry, DuckDB or polars to catch them."""
+    return tuple(getattr(sys.modules[module], name) for module, name in classes
+                 if module in sys.modules)
+
+
+def failures() -> tuple[type[BaseException], ...]:
+    """Every exception a command may end with: ``Exception`` and a Rust panic of polars (a
+    ``BaseException``) once polars is loaded."""
+    return (Exception, *loaded(PANICS))
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is one), or None (``--version``,
+    ``--help``, a misspelt command)."""
+    return next((word for word in argv if word in COMMANDS), None)
+
+
+def _parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the program with the arguments of ``commands`` (default: every command);
+    the others have their name and one-line help only, which is all ``rag-eval --help``
+    shows."""
+    full = set(COMMANDS) if commands is None else set(commands)
     parser = argparse.ArgumentParser(
         prog="rag-eval", description="Offline, vectorized evaluation of LLM and RAG answers."
     )
@@ -96,7 +133,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
                         help="logs on stderr as text (default) or one JSON object per line")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in COMMANDS:
+    for name in COMMANDS:
+        if name not in full:
+            sub.add_parser(name, help=COMMAND_HELP[name])
+            continue
+        module = command_module(name)
         command = module.add_arguments(sub)
         command.formatter_class = HelpFormatter
         examples = "examples:\n" + module.EXAMPLES
@@ -130,24 +171,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    chosen = chosen_command(words)
+    args = _parser(() if chosen is None else (chosen,)).parse_args(words)
     configure_logging(verbosity=args.verbose, fmt=args.log_format)
-    command = next(module for module in COMMANDS if args.command == module.NAME)
     try:
-        remove_leftovers(args)
-        return command.run(args)
-    except StoreBusyError as exc:
+        return command_module(args.command).run(args)
+    except loaded(BUSY_ERRORS) as exc:
         log.error("%s", exc)
         return EXIT_BUSY
-    except (InputError, ConfigError, UnknownMetricError, EmbeddingBackendError,
-            OutputPathError) as exc:
+    except loaded(USER_ERRORS) as exc:
         if interrupted(exc):  # a DuckDB interrupt wrapped as a view that failed to build
             raise KeyboardInterrupt from exc
         # a write that did not fit is told as such, not as the step it stopped
         print_error(args, environment_error(exc, output_target(args), writes_only=True)
                     or str(exc))
         return EXIT_ERROR
-    except (Exception, PanicException) as exc:  # a Rust panic is no Exception
+    except failures() as exc:  # a Rust panic is no Exception
         if interrupted(exc):  # DuckDB turns Ctrl-C into its own exception
             raise KeyboardInterrupt from exc
         problem = environment_error(exc, output_target(args))

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.common import EXIT_OK
+from pipeline.cli.base import COMMAND_HELP
+from pipeline.cli.common import EXIT_OK, remove_leftovers
 from pipeline.store import checkout_run
 
 NAME = "checkout"
@@ -18,8 +19,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     co: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="copy a run of a results store into an output directory (for report, "
-        "compare, export, stats)"
+        NAME, help=COMMAND_HELP[NAME]
     )
     co.add_argument("store", type=Path, help="results store (evaluate --store)")
     co.add_argument("--run", metavar="RUN", help="the run (default: the latest); DIR then holds "
@@ -29,6 +29,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    remove_leftovers(args)
     done = checkout_run(args.store, args.run, args.out)
     print(f"run {done.run_id} of {args.store} checked out -> {done.out_dir}")
     return EXIT_OK

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
+from pipeline.cli.base import COMMAND_HELP
 from pipeline.cli.common import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -21,6 +22,7 @@ from pipeline.cli.common import (
     print_headline,
     print_rejections,
     progress_bars,
+    remove_leftovers,
     require_inputs,
     seconds,
 )
@@ -41,7 +43,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     ev: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="score records and build the DuckDB views"
+        NAME, help=COMMAND_HELP[NAME]
     )
     add_inputs(ev)
     target = ev.add_mutually_exclusive_group(required=True)
@@ -86,6 +88,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    remove_leftovers(args)
     require_inputs(args)
     config = config_from_args(args)
     if args.cache_dir is not None:

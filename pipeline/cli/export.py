@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api import Run
-from pipeline.cli.common import EXIT_OK
+from pipeline.cli.base import COMMAND_HELP
+from pipeline.cli.common import EXIT_OK, remove_leftovers
 
 NAME = "export"
 EXAMPLES = """\
@@ -18,7 +19,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     ex: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="write the per-row results with texts as one table"
+        NAME, help=COMMAND_HELP[NAME]
     )
     ex.add_argument("dir", type=Path, help="output directory of an evaluate run")
     ex.add_argument("--format", choices=("tsv", "csv", "parquet"), default="tsv")
@@ -36,6 +37,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    remove_leftovers(args)
     target = args.out or args.dir / f"export.{args.format}"
     rows = Run(args.dir).export(target, format=args.format, layout=args.layout,
                                 neutralize_formulas=args.neutralize_formulas)

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.common import EXIT_OK, EXIT_REJECTED, AppendSource, Label, finite
+from pipeline.cli.base import COMMAND_HELP
+from pipeline.cli.common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    AppendSource,
+    Label,
+    finite,
+    remove_leftovers,
+)
 from pipeline.ingest_rgb import OutputsFile, ingest_rgb
 from pipeline.schema import RGB_TASKS
 
@@ -22,7 +30,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     rg: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="build evaluation records from RGB benchmark files"
+        NAME, help=COMMAND_HELP[NAME]
     )
     rg.add_argument("--data", required=True, type=Path, metavar="FILE",
                     help="RGB data file (JSON lines: id, query, answer, positive, negative, ...)")
@@ -52,6 +60,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    remove_leftovers(args)
     labels = getattr(args, "labels", None) or {}
     outputs = [
         OutputsFile(path, model=labels.get(("outputs", index), {}).get("model"),

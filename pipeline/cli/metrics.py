@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.cli.base import COMMAND_HELP
 from pipeline.cli.common import (
     EXIT_OK,
     add_plugin_option,
@@ -37,7 +38,7 @@ CONFIG = "config"
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     me: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="list the built-in and user-defined metrics",
+        NAME, help=COMMAND_HELP[NAME],
         description="The built-in metrics, then the user-defined ones (family user): the "
                     "[metrics.NAME] tables of --config, the metrics of its [plugins] modules and "
                     "of --plugin modules, and those of every installed package's entry point "

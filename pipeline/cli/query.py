@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.common import EXIT_ERROR, EXIT_OK, interrupted, print_frame
+from pipeline.cli.base import COMMAND_HELP, EXIT_ERROR, EXIT_OK, interrupted
+from pipeline.cli.frames import print_frame
 from pipeline.schema import InputError
 from pipeline.views import run_query
 
@@ -21,7 +22,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     qu: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="run SQL against the views of an output directory",
+        NAME, help=COMMAND_HELP[NAME],
         description="Run one read-only SQL statement against the views of DIR. "
         "It reads only the files under DIR and writes nothing: COPY, ATTACH, "
         "INSTALL, LOAD, writes, settings and several statements are refused "

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api import Run
-from pipeline.cli.common import EXIT_OK
+from pipeline.cli.base import COMMAND_HELP
+from pipeline.cli.common import EXIT_OK, remove_leftovers
 
 NAME = "report"
 EXAMPLES = """\
@@ -18,7 +19,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     rp: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="write a self-contained HTML report of a run"
+        NAME, help=COMMAND_HELP[NAME]
     )
     rp.add_argument("dir", type=Path, help="output directory of an evaluate run")
     rp.add_argument("--out", type=Path, required=True, metavar="FILE", help="report.html")
@@ -30,6 +31,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    remove_leftovers(args)
     report = Run(args.dir).report(args.out, baseline=args.compare, force=args.force)
     print(f"report: {report}")
     return EXIT_OK

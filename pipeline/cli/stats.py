@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api import Run
-from pipeline.cli.common import EXIT_OK, add_stats_options
+from pipeline.cli.base import COMMAND_HELP
+from pipeline.cli.common import EXIT_OK, add_stats_options, remove_leftovers
 
 NAME = "stats"
 EXAMPLES = """\
@@ -18,7 +19,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     st: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="bootstrap intervals and paired model comparisons of a run",
+        NAME, help=COMMAND_HELP[NAME],
         description="Recompute intervals.parquet and comparisons.parquet of DIR: per model over "
         "all rows, each noise level and category (comparisons: also each RGB task), plus each "
         "--by slice, and rebuild its views (docs/statistics.md).",
@@ -35,6 +36,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    remove_leftovers(args)
     summary = Run(args.dir).stats(by=args.by, resamples=args.resamples, seed=args.seed).summary
     assert summary is not None  # an output directory's statistics are written
     print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pipeline.cli.base import COMMAND_HELP
 from pipeline.cli.common import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -23,7 +24,7 @@ EXAMPLES = """\
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     va: argparse.ArgumentParser = subparsers.add_parser(
-        NAME, help="check input files without scoring them"
+        NAME, help=COMMAND_HELP[NAME]
     )
     add_inputs(va)
     return va

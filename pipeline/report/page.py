@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import __version__, views
+from pipeline.compare import DEFAULT_ITEM_DROP
 from pipeline.config import DEFAULT_ABSTENTION_PHRASES
 from pipeline.metrics.embedding.grounding import faithfulness
 from pipeline.metrics.qa.abstention import fold, fold_phrases
@@ -191,6 +192,11 @@ RUN_CHART_PANELS = 3
 REGRESSED_SHOWN = 500
 #: Columns of a ``regressed`` frame (:func:`pipeline.compare.regressed_items`).
 REGRESSED_COLUMNS = ("id", "model", "noise_level", "task", "metric", "before", "after")
+#: Texts a ``regressed`` frame may carry (:func:`pipeline.compare.regressed_items`), shown cut to
+#: :data:`REGRESSED_TEXT_CHARS` characters (the whole text in the cell's tooltip).
+REGRESSED_TEXTS = (("question", "Question"), ("reference", "Reference"),
+                   ("response_a", "Response A"), ("response_b", "Response B"))
+REGRESSED_TEXT_CHARS = 160
 #: A difference this small is zero (bootstrap bounds of identical runs come out as ±0.0).
 ZERO = 1e-12
 
@@ -970,10 +976,19 @@ def run_changes(diff: pl.DataFrame, user_metrics: Sequence[MetricSpec] = ()) -> 
     )
 
 
+def _clipped(text: object, limit: int = REGRESSED_TEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis, escaped; ``—`` when unknown."""
+    if text is None:
+        return "—"
+    value = str(text)
+    return esc(value if len(value) <= limit else value[: limit - 1].rstrip() + "…")
+
+
 def _regressed_table(regressed: pl.DataFrame) -> str:
     frame = regressed.with_columns(
         (pl.col("after") - pl.col("before")).alias("_change")
     ).sort("_change", "model", "id", "metric", nulls_last=True)
+    texts = [(name, title) for name, title in REGRESSED_TEXTS if name in frame.columns]
     shown = frame.head(REGRESSED_SHOWN)
     rows = []
     for r in shown.to_dicts():
@@ -981,21 +996,30 @@ def _regressed_table(regressed: pl.DataFrame) -> str:
             _td(esc(r["model"])), _td(esc(r["id"])), _td(_noise_text(r["noise_level"]), True),
             _td(esc(r["task"])), _td(esc(r["metric"])), _td(fmt_auto(r["before"]), True),
             _td(fmt_auto(r["after"]), True), _td(fmt_auto(r["_change"]), True),
+            *(_td(_clipped(r[name]), title=esc(r[name] or "")) for name, _ in texts),
         ]
         rows.append(f'<tr class="sig worse">{"".join(cells)}</tr>')
-    headers = ["Model", "ID", "Noise", "Task", "Metric", "Run A", "Run B", "Change"]
+    headers = ["Model", "ID", "Noise", "Task", "Metric", "Run A", "Run B", "Change",
+               *(title for _, title in texts)]
     items = regressed.select("id", "model", "noise_level", "task").unique().height
     more = (f" The {fmt(REGRESSED_SHOWN, 'count')} largest drops are listed; the file "
             "regressed_items.parquet of <code>rag-eval compare</code> has them all."
             if frame.height > REGRESSED_SHOWN else "")
     search = _search_box("regressed-table", "regressed-count", "Filter regressed items")
     return (
-        f"<h3>Regressed items ({fmt(items, 'count')})</h3>" + search
-        + _table(headers, rows, numeric=[False, False, True, False, False, True, True, True],
+        f"<h3>Regressed items: {fmt(items, 'count')} "
+        f"{'item' if items == 1 else 'items'}, {fmt(frame.height, 'count')} "
+        f"{'row' if frame.height == 1 else 'rows'} (one per item and metric)</h3>" + search
+        + _table(headers, rows,
+                 numeric=[False, False, True, False, False, True, True, True,
+                          *(False for _ in texts)],
                  table_id="regressed-table", key=("Model", "ID", "Metric", "Change"))
         + '<p class="note">Items (same id, model, noise level and task in both runs) where a '
-        "0/1 metric went from 1 to 0 or a score fell by more than the threshold of "
-        f"<code>pipeline.compare</code>, largest drops first.{more}</p>"
+        "score or 0/1 flag fell in its better direction by more than the threshold "
+        f"(<code>rag-eval compare --item-drop</code>, default {DEFAULT_ITEM_DROP:g}), one row "
+        "per metric, "
+        f"largest drops first; texts cut to {REGRESSED_TEXT_CHARS} characters (hover for the "
+        f"whole text).{more}</p>"
     )
 
 
@@ -1026,7 +1050,7 @@ def _run_comparison(
     items = ""
     if regressed is not None:
         items = (_regressed_table(regressed) if regressed.height
-                 else '<h3>Regressed items (0)</h3><p class="empty">No item regressed.</p>')
+                 else '<h3>Regressed items: 0 items</h3><p class="empty">No item regressed.</p>')
     rows = []
     for r in frame.to_dicts():
         change = r["change"]
