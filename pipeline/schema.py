@@ -23,6 +23,11 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "citations": pl.List(pl.Int64()),
     "gold_citations": pl.List(pl.Int64()),
     "contexts": pl.List(pl.String()),
+    # Retrieval judgments (docs/retrieval.md): the id of each passage of ``contexts`` (same
+    # length), the judged relevant document ids and their optional integer grades.
+    "context_ids": pl.List(pl.String()),
+    "relevant_ids": pl.List(pl.String()),
+    "relevance": pl.List(pl.Int64()),
     "category": pl.String(),
     "model": pl.String(),
     "run": pl.String(),

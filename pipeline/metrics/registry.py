@@ -22,6 +22,7 @@ from pipeline.metrics import text_specs
 from pipeline.metrics.common import flag
 from pipeline.metrics.composite import composite_specs
 from pipeline.metrics.qa import abstention, answer, answer_mlqa, citation, usage
+from pipeline.metrics.retrieval import retrieval_specs
 from pipeline.metrics.robustness import rgb_specs
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, candidate
 from pipeline.text.language import LATIN
@@ -113,6 +114,7 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
         )
     columns.update(text_specs.intermediates(inputs, needed, clean))
     columns.update(composite_specs.intermediates(inputs, needed, clean))
+    columns.update(retrieval_specs.intermediates(inputs, needed))
     stages = [{RESPONSE: response}, columns, alternatives,
               overlaps | text_specs.token_intermediates(needed)]
     return [stage for stage in stages if stage]
@@ -340,12 +342,14 @@ _CORE_SPECS: tuple[MetricSpec, ...] = (
 )
 
 _SPECS: tuple[MetricSpec, ...] = (
-    *_CORE_SPECS, *text_specs.SPECS, *composite_specs.SPECS, *rgb_specs.SPECS
+    *_CORE_SPECS, *text_specs.SPECS, *composite_specs.SPECS, *rgb_specs.SPECS,
+    *retrieval_specs.SPECS,
 )
 #: The intermediate groups :func:`intermediates` computes (with those of ``text_specs``).
 INTERMEDIATE_GROUPS: frozenset[str] = frozenset(
     {"_tokens", "_overlap", "_lowered", "_predicted_citations"}
-) | text_specs.INTERMEDIATE_GROUPS | composite_specs.INTERMEDIATE_GROUPS
+) | text_specs.INTERMEDIATE_GROUPS | composite_specs.INTERMEDIATE_GROUPS \
+    | retrieval_specs.INTERMEDIATE_GROUPS
 #: Resources the driver prepares once per run.
 RESOURCES: frozenset[str] = frozenset({NEEDS_IDF, NEEDS_EMBEDDER})
 
