@@ -7,9 +7,9 @@
 -- says "I don't know" and cites a passage: it must be 0, and `idk_check` says WARNING otherwise.
 -- `abstention_accuracy` is the share of unanswerable questions (`n_unanswerable`, null when the
 -- run has none) that the model declined; `empty_response_rate` the share of empty responses (null
--- when there are none): faithfulness is 0.0 for those on answerable questions, and the 0.6
--- baseline of faithfulness (0.6 + 0.4 overlap) means an answer with no supported sentence still
--- scores 0.6, so read it beside overlap.
+-- when there are none). Faithfulness is the share of a response's claims its passages support
+-- (docs/grounding.md); under the core-rag preset it is the proxy 0.6 + 0.4 overlap, whose 0.6
+-- baseline an answer with no supported sentence still scores, so read it beside overlap.
 -- `overall_score` is the overall composite (null when the composites did not run).
 -- EM is in the appendix view headline_em, lexical and semantic scores in by_model. The signature
 -- says which configuration and version produced the numbers; compare rows only when it matches.

@@ -68,11 +68,11 @@ log = logging.getLogger("pipeline")
 #: Kinds of rejection reason the line of an ``evaluate`` run lists, most rows first.
 TOP_REASONS = 5
 
-#: Printed under the headline table when it shows faithfulness: what its 0.6 baseline means.
+#: Printed under the headline table when it shows faithfulness: what its numbers mean.
 FAITHFULNESS_NOTE = (
-    "faithfulness = min(1, 0.6 + 0.4 x overlap): an answer with no supported sentence still "
-    "scores 0.6 (a baseline); overlap is the share of supported sentences. 0.0 marks no answer "
-    "(an abstention, or by default an empty response) to an answerable question."
+    "faithfulness: the share of a response's claims that its passages support (0: none, 1: "
+    "all; docs/grounding.md), null without passages or claims; overlap: the share of its "
+    "sentences supported. Under [compat] preset core-rag: min(1, 0.6 + 0.4 x overlap)."
 )
 
 

@@ -1,7 +1,7 @@
 """The notes and the warning under the report's headline table, from the ``headline`` view.
 
-* **Faithfulness baseline**: faithfulness is ``min(1, 0.6 + 0.4 overlap)``, so an answer with no
-  supported sentence still scores 0.6; the note says so next to the number, with what 0.0 means.
+* **Faithfulness**: the share of supported claims; the note says so next to the number, and
+  that the core RAG preset's ``min(1, 0.6 + 0.4 overlap)`` has a 0.6 baseline.
 * **Grounding N**: faithfulness and overlap are means over ``n_grounding`` rows; rows without any
   retrieved passage (``n_no_passages``) are not applicable and left out of both (the core-rag
   preset scores them 0.0 and 0.6 instead, docs/compat.md).
@@ -70,10 +70,10 @@ def idk_citation_check(headline: pl.DataFrame) -> str:
 
 #: What faithfulness' numbers mean, under the headline table (docs/metrics.md says the same).
 FAITHFULNESS_NOTE = (
-    '<p class="note">Faithfulness is min(1, 0.6 + 0.4 × overlap): an answer with no supported '
-    "sentence still scores 0.6, a baseline, and overlap is the share of supported sentences; "
-    "0.0 marks no answer (an abstention, or by default an empty response) to an answerable "
-    "question.</p>"
+    '<p class="note">Faithfulness is the share of a response\'s claims that its passages '
+    "support (0: none, 1: all; null without passages or claims); overlap is the share of its "
+    "sentences supported. Under the core RAG preset it is min(1, 0.6 + 0.4 × overlap), a "
+    "proxy with a 0.6 baseline.</p>"
 )
 
 
