@@ -88,3 +88,15 @@ def test_passage_numbers_serve_as_ids_and_a_run_without_judgments_is_null(
     row = pl.read_parquet(tmp_path / "plain" / "scores.parquet").row(0, named=True)
     assert row["precision_at_1"] is None and row["answer_in_context"] is None
     assert row["failure_stage"] == "none"
+
+
+def test_the_report_shows_where_answers_fail(rgb_out: Path) -> None:
+    assert main(["report", str(rgb_out), "--out", str(rgb_out / "report.html")]) == 0
+    html = (rgb_out / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('<section id="failure-stages">'):]
+    section = section[:section.index("</section>")]
+    assert "<h2>Where answers fail</h2>" in section
+    # Every model has a row at noise 1.0 where no passage holds the answer: no generation
+    # failures there, and the stage shares of each row add up to 100 %.
+    assert section.count("<tr>") == 1 + 3 * 6
+    assert '<a href="#failure-stages">' in html

@@ -103,6 +103,8 @@ class RunData:
     by_model_category: pl.DataFrame
     by_category: pl.DataFrame
     failure_modes: pl.DataFrame
+    #: Rows per (model, noise level, failure stage) of the ``by_failure_stage`` view.
+    failure_stages: pl.DataFrame
     rgb_noise: pl.DataFrame
     rgb_summary: pl.DataFrame
     #: The ``paired_analysis`` view (its threshold columns place the grounding chart's lines).
@@ -219,6 +221,9 @@ def load_run(out_dir: Path) -> RunData:
                 "select * from by_category order by model nulls last, scoring_category nulls last",
             "failure_modes": "select * from failure_modes order by model nulls last, "
                              "scoring_category nulls last, primary_failure_mode nulls last",
+            "failure_stages": "select model, noise_level, failure_stage, sum(n)::bigint as n "
+                              "from by_failure_stage group by all "
+                              "order by model nulls last, noise_level nulls last, failure_stage",
             "rgb_noise": "select * from rgb_noise_robustness "
                          "order by model nulls last, noise_level nulls last",
             "rgb_summary": "select * from rgb_summary order by model nulls last",

@@ -42,7 +42,7 @@ MAX_TEXT_CHARS = 2_000
 
 #: Sections that draw one mark per model (and leave out the models not drawn).
 MODEL_SECTIONS = ("distributions", "generation", "noise", "rgb", "grounding", "cost", "profile",
-                  "failures", "comparisons", "run-comparison", "worst")
+                  "failures", "failure-stages", "comparisons", "run-comparison", "worst")
 #: Sections that draw one mark per (model, category) of ``by_model_category``.
 CATEGORY_SECTIONS = ("categories", "grounding", "cost", "comparisons", "run-comparison")
 #: Sections that draw one mark per scoring category (``by_category``, ``failure_modes``).
@@ -136,7 +136,8 @@ def cap(data: RunData, limits: Limits = Limits()) -> Capped:
         drawn = [m for m in models if m in ranked]
         frames["models"] = tuple(drawn)
         for name in ("by_model", "by_model_noise", "by_model_category", "by_category",
-                     "failure_modes", "rgb_noise", "rgb_summary", "paired_analysis", "rows",
+                     "failure_modes", "failure_stages", "rgb_noise", "rgb_summary",
+                     "paired_analysis", "rows",
                      "worst"):
             frames[name] = getattr(data, name).filter(_within("model", drawn))
         if data.comparisons is not None:

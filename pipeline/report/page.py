@@ -48,7 +48,7 @@ from pipeline.text.sentences import split_sentences
 SECTION_IDS = (
     "summary", "run-comparison", "headline", "answers", "citations", "distributions",
     "generation", "categories", "noise", "rgb", "grounding", "cost", "profile", "failures",
-    "user-metrics", "comparisons", "worst", "appendix",
+    "failure-stages", "user-metrics", "comparisons", "worst", "appendix",
 )
 #: Decimals per kind of number; scores are shown to 2 decimals, the resolution of a 95% CI
 #: over a few hundred rows.
@@ -85,6 +85,13 @@ HEADLINE = {c.name: c for c in (
     Column("n_no_passages", "No pas&shy;sages", "count"),
     Column("n_idk_with_citation", "IDK + citation", "count"),
     Column("idk_check", "IDK check", "text"),
+    Column("answer_in_context", "Answer re&shy;trieved"),
+    Column("context_recall", "Context recall"),
+    Column("recall_at_5", "Recall@5"),
+    Column("ndcg_at_10", "nDCG@10"),
+    Column("reciprocal_rank", "MRR"),
+    Column("average_precision", "MAP"),
+    Column("answer_str_em", "STR-EM"),
 )}
 #: Columns of the ``headline`` view the table does not show: its key (the first column) and
 #: the signature (folded in the summary).
@@ -833,6 +840,53 @@ def _failures(data: RunData) -> str:
         "category (<code>failure_modes</code>).", "No failure modes in this run."))
 
 
+#: The stages of ``failure_stage`` in the order the report's table shows them.
+FAILURE_STAGES = ("retrieval", "generation", "grounding", "abstention", "correct_abstention",
+                  "none")
+
+
+def failure_stage_shares(stages: pl.DataFrame) -> pl.DataFrame:
+    """Per (model, noise level), the rows and the share of each stage of :data:`FAILURE_STAGES`
+    (columns named by the stages), from the report's ``failure_stages`` frame.
+
+    >>> frame = pl.DataFrame({"model": ["m", "m"], "noise_level": [0.2, 0.2],
+    ...                       "failure_stage": ["none", "retrieval"], "n": [3, 1]})
+    >>> failure_stage_shares(frame).select("n", "retrieval", "none").row(0)
+    (4, 0.25, 0.75)
+    """
+    total = pl.col("n").sum().over("model", "noise_level")
+    return stages.with_columns((pl.col("n").cast(pl.Float64) / total).alias("share")).group_by(
+        "model", "noise_level", maintain_order=True).agg(
+        pl.col("n").sum(),
+        *(pl.col("share").filter(pl.col("failure_stage") == stage).sum().alias(stage)
+          for stage in FAILURE_STAGES),
+    )
+
+
+def _failure_stages(data: RunData) -> str:
+    shares = failure_stage_shares(data.failure_stages)
+    if shares.height == 0:
+        return _section("failure-stages", "Where answers fail",
+                        '<p class="note">No failure stages in this run.</p>')
+    header = [_th("Model", key=True), _th("Noise level", numeric=True), _th("N", numeric=True),
+              *(_th(stage.replace("_", " ").capitalize(), numeric=True)
+                for stage in FAILURE_STAGES)]
+    rows = [
+        "<tr>" + _td(esc(_key_text(r["model"]))) + _td(_noise_text(r["noise_level"]), True)
+        + _td(fmt(r["n"], "count"), True)
+        + "".join(_td(fmt(100 * r[stage], "pct"), True) for stage in FAILURE_STAGES) + "</tr>"
+        for r in shares.iter_rows(named=True)
+    ]
+    body = (
+        f"<table><thead><tr>{''.join(header)}</tr></thead><tbody>{''.join(rows)}</tbody>"
+        "</table><p class=\"note\">Share of rows (%) per model and noise level by the stage "
+        "where the answer failed: the retriever brought no answer, the generator missed or "
+        "contradicted it, added an unsupported claim, declined though it was there, declined "
+        "correctly, or none (<code>by_failure_stage</code>, docs/retrieval.md).</p>"
+    )
+    return _section("failure-stages", "Where answers fail", body)
+
+
 def _key_text(value: object) -> str:
     """A slice key value as text: ``0.2`` for a noise level, ``(none)`` for null."""
     if isinstance(value, float):
@@ -1294,7 +1348,8 @@ def _nav(section_ids: Sequence[str]) -> str:
         "citations": "Citations", "distributions": "Distributions",
         "generation": "Generation (6 plots)", "categories": "Categories",
         "noise": "Noise", "rgb": "RGB", "grounding": "Grounding", "cost": "Cost",
-        "profile": "Profile", "failures": "Failures", "user-metrics": "Your metrics",
+        "profile": "Profile", "failures": "Failures", "failure-stages": "Failure stages",
+        "user-metrics": "Your metrics",
         "comparisons": "Comparisons",
         "run-comparison": "Run comparison", "worst": "Worst items", "appendix": "Appendix",
     }
@@ -1331,7 +1386,7 @@ def render(
         _headline(data), _answers(data), _citations(data), _distributions(drawn),
         _generation(drawn, limits.examples),
         _categories(drawn), _noise(drawn), _rgb(drawn), _grounding(drawn), _cost(drawn),
-        _profile(drawn), _failures(drawn), _user_metrics(data),
+        _profile(drawn), _failures(drawn), _failure_stages(drawn), _user_metrics(data),
         _comparisons(drawn, limits.comparison_rows, total),
         _worst(drawn, limits.text_chars), _appendix(data),
     ]
