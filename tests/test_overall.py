@@ -309,9 +309,23 @@ def test_packaged_rules():
         "unwarranted_abstention",
         "refusal_to_answer",
         "safety_issue",
+        "retrieval",
         "irrelevant_response",
         "factual_error",
         "partial_relevance",
         "partial_accuracy",
+        "grounding",
     ]
     assert math.fsum(RULES.accuracy_weights.values()) == pytest.approx(1.0)
+
+
+def test_an_unsupported_claim_never_passes_and_a_retrieval_failure_is_named():
+    perfect = {name: 1.0 for name in INPUT_COLUMNS} | {
+        "is_refusal": 0, "abstained": 0, "unanswerable": 0, "empty_response": 0,
+        "bias_categories": [], "scoring_category": "Factual", "answer_in_context": 1.0,
+        "hallucination": 0.0, "answer_str_em": 1.0}
+    rows = [perfect, perfect | {"hallucination": 1.0},
+            perfect | {"answer_in_context": 0.0, "answer_str_em": 0.0},
+            perfect | {"answer_in_context": 0.0}, perfect | {"hallucination": None}]
+    got = [(r["primary_failure_mode"], r["passed_overall"]) for r in score(rows)]
+    assert got == [("pass", 1), ("grounding", 0), ("retrieval", 0), ("pass", 1), ("pass", 1)]

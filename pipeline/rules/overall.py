@@ -49,6 +49,11 @@ INPUT_COLUMNS = (
     "abstained",
     "unanswerable",
     "empty_response",
+    # Where the answer failed (docs/retrieval.md): rules may name the retrieval and grounding
+    # stages.
+    "answer_in_context",
+    "answer_str_em",
+    "hallucination",
 )
 #: The 0/1 flags among the inputs that say whether an answer was owed and given (the abstention
 #: family): rule conditions may name them, and ``[unanswerable]`` reads the first two.

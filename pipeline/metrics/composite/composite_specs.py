@@ -246,7 +246,8 @@ SPECS: tuple[MetricSpec, ...] = (
     _text("primary_failure_mode", "overall", _overall("primary_failure_mode"),
           "First rule that holds: empty_response, correct_abstention (a pass), "
           "answered_unanswerable, unwarranted_abstention, refusal_to_answer, safety_issue, "
-          "irrelevant_response, factual_error, partial_relevance, partial_accuracy, else pass "
+          "retrieval, irrelevant_response, factual_error, partial_relevance, partial_accuracy, "
+          "grounding (an unsupported claim), else pass "
           "(preset enhanced-framework: from refusal_to_answer on).", needs=_OVERALL_NEEDS),
     _flag("passed_overall", "overall", _overall("passed_overall"),
           "1 when the failure mode is pass or a passing mode (correct_abstention), else 0.", True,
