@@ -99,6 +99,9 @@ DEFAULT_ABSTENTION_PHRASES: tuple[str, ...] = (
     ENGLISH_ABSTENTION_PHRASES + CHINESE_ABSTENTION_PHRASES
 )
 
+#: Version of the refusal rule set (``pipeline.text.refusals``); in the signature when it is on.
+ABSTENTION_RULES_VERSION = "refusals-v1"
+
 #: Reference text that marks a question as unanswerable from its contexts.
 DEFAULT_ABSTENTION_REFERENCE = "It is not mentioned in the document."
 #: Reference text of rows that test whether a model detects insufficient context.
@@ -297,6 +300,9 @@ class Config:
     )
     abstention_phrases: tuple[str, ...] = DEFAULT_ABSTENTION_PHRASES
     abstention_reference: str = DEFAULT_ABSTENTION_REFERENCE
+    #: ``[abstention] rules``: read refusals by meaning (``pipeline.text.refusals``) besides the
+    #: phrases; ``None`` is on, off under a compat preset (its tool matched phrases only).
+    abstention_rules: bool | None = None
     insufficient_context_reference: str = DEFAULT_INSUFFICIENT_CONTEXT_REFERENCE
     unanswerable_types: tuple[str, ...] = DEFAULT_UNANSWERABLE_TYPES
     metrics: tuple[str, ...] | None = None
@@ -371,6 +377,8 @@ class Config:
         # object itself (a list read from a file is another object, even when equal to it).
         if self.compat_preset and self.abstention_phrases is DEFAULT_ABSTENTION_PHRASES:
             object.__setattr__(self, "abstention_phrases", ENGLISH_ABSTENTION_PHRASES)
+        if self.abstention_rules is None:
+            object.__setattr__(self, "abstention_rules", self.compat_preset is None)
         if not self.abstention_phrases or any(not p.strip() for p in self.abstention_phrases):
             raise ConfigError("[abstention] phrases must be a non-empty list of non-empty strings")
         if not self.embedding_backend:
@@ -523,7 +531,8 @@ class Config:
         return (
             f"rag-eval|v:{__version__}|norm:{self.answer_scorer}|"
             f"markers:{'strip' if self.strip_citation_markers else 'keep'}|cite:set|"
-            f"abst:{len(self.abstention_phrases)}-{digest}|"
+            f"abst:{ABSTENTION_RULES_VERSION + '+' if self.abstention_rules else ''}"
+            f"{len(self.abstention_phrases)}-{digest}|"
             f"absref:{self.abstention_reference}|icref:{self.insufficient_context_reference}|"
             f"unans:{','.join(self.unanswerable_types)}|"
             f"rouge:{'stem' if self.rouge_stemmer else 'nostem'}"
@@ -759,13 +768,16 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
         "reference": "abstention_reference",
         "insufficient_context_reference": "insufficient_context_reference",
         "unanswerable_types": "unanswerable_types",
+        "rules": "abstention_rules",
     }
     abstention = _section(data, "abstention", set(keys), path)
     for key, name in keys.items():
         if key not in abstention:
             continue
         value = abstention[key]
-        if key in ("phrases", "unanswerable_types"):
+        if key == "rules":
+            value = _typed(path, "[abstention] rules", value, bool)
+        elif key in ("phrases", "unanswerable_types"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: [abstention] {key} must be a list of strings")
             value = tuple(value)

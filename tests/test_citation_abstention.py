@@ -137,5 +137,11 @@ def test_custom_phrases_and_reference_token():
             {"reference": "N/A", "response": "It is not mentioned in the document."}]
     out = run(rows, metrics=("abstention",), abstention_phrases=("no idea",),
               abstention_reference="N/A")
+    # a configured phrase adds to the refusal rule, which reads the second row (issue 34)
+    assert out["abstained"].to_list() == [1, 1]
+    assert out["abstention_correct"].to_list() == [1, 1]
+    # without the rule the phrases alone decide, as before
+    out = run(rows, metrics=("abstention",), abstention_phrases=("no idea",),
+              abstention_reference="N/A", abstention_rules=False)
     assert out["abstained"].to_list() == [1, 0]
     assert out["abstention_correct"].to_list() == [1, 0]

@@ -47,6 +47,11 @@ MARKERS = abstention.unanswerable_references(
 
 
 # --- the rule against an oracle ----------------------------------------------------------------
+#: References outside the markers that are refusals, labeled by hand (the refusal rule,
+#: ``pipeline.text.refusals``, reads them; tests/test_abstention_languages.py measures it).
+REFUSALS = {"i don't know the answer", "no idea", "the context does not mention the salary band",
+            "i don't know the answer to that"}
+
 def oracle_unanswerable(reference: str | None, references: list[str] | None,
                         question_type: str | None) -> bool:
     """The documented rule, one row at a time."""
@@ -55,7 +60,8 @@ def oracle_unanswerable(reference: str | None, references: list[str] | None,
         return re.sub(r"[.!?\s]+$", "", folded)
 
     markers = {bare(m) for m in MARKERS}
-    by_reference = reference is not None and bare(reference) in markers
+    by_reference = reference is not None and (
+        bare(reference) in markers or bare(reference) in REFUSALS)
     no_answer = (reference is None or not reference.strip()) and not any(
         alt.strip() for alt in references or []
     )
@@ -79,14 +85,18 @@ def unanswerable(rows: list[dict[str, Any]]) -> list[int]:
         ("insufficient context", 1),  # the insufficient-context token
         ("I cannot answer", 1),  # a configured abstention phrase
         ("", 1),  # no gold answer at all (SQuAD v2)
-        ("I don't know the answer", 0),  # a reference that merely contains a phrase
+        ("I don't know the answer", 1),  # a refusal, read by meaning (issue 34)
+        ("The context does not mention the salary band.", 1),
+        ("I don't know why it fell, but it was 1932.", 0),  # contains a phrase, answers
+        ("No Doubt", 0),
         ("Paris", 0),
         ("no", 0),
     ],
 )
 def test_references_that_mark_a_question_unanswerable(reference: str, expected: int) -> None:
     assert unanswerable([{"reference": reference, "response": "x"}]) == [expected]
-    assert oracle_unanswerable(reference, None, None) == bool(expected)
+    if "why it fell" not in reference:  # the oracle lists refusals, not answers
+        assert oracle_unanswerable(reference, None, None) == bool(expected)
 
 
 def test_question_type_and_alternative_answers() -> None:
@@ -296,7 +306,8 @@ def test_headline_shows_abstention_accuracy_and_the_faithfulness_baseline(ragas_
     assert "abstention_accuracy is the share of them the model declined" in " ".join(
         printed.split()
     )
-    assert "an answer with no supported sentence still scores 0.6" in " ".join(printed.split())
+    assert "faithfulness: the share of a response's claims that its passages support" in " ".join(
+        printed.split())
     headline = run_query(out, "select model, abstain_rate, abstention_accuracy, n_unanswerable, "
                               "empty_response_rate from headline order by model")
     assert headline.rows() == [("bold", 0.0, 0.0, 1, None),
@@ -312,7 +323,7 @@ def test_report_names_empty_responses_and_explains_the_baseline(ragas_run, tmp_p
     page = target.read_text(encoding="utf-8")
     assert '<span class="lbl">Response</span><span class="sub">(empty response)</span>' in page
     assert re.search(r'<span class="lbl">Response</span></p>', page) is None  # no bare label
-    assert "an answer with no supported sentence still scores 0.6" in page
+    assert "Faithfulness is the share of a response's claims that its passages support" in page
     assert "Abstention accuracy" in page.split('id="headline"')[1].split("</section>")[0]
 
 

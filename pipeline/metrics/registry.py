@@ -188,7 +188,9 @@ def _citation_score(
 
 
 def _abstained(inputs: Inputs) -> pl.Expr:
-    return abstention.abstained(pl.col("response"), phrases=inputs.config.abstention_phrases)
+    config = inputs.config
+    return abstention.abstained(pl.col("response"), phrases=config.abstention_phrases,
+                                rules=bool(config.abstention_rules))
 
 
 def unanswerable_rule(inputs: Inputs) -> pl.Expr:
@@ -211,7 +213,7 @@ def unanswerable_rule(inputs: Inputs) -> pl.Expr:
             insufficient_context_reference=config.insufficient_context_reference,
             abstention_phrases=config.abstention_phrases,
         ),
-        unanswerable_types=config.unanswerable_types,
+        unanswerable_types=config.unanswerable_types, rules=bool(config.abstention_rules),
     )
 
 
@@ -290,14 +292,17 @@ _CORE_SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "abstained", "abstention", _abstained, pl.Int8(),
-        "1 when the response contains a configured abstention phrase.",
+        "1 when the response is a refusal: it says the sources or the model lack the answer "
+        "and asserts nothing else (ten languages, pipeline.text.refusals), or contains a "
+        "configured phrase beyond the defaults (presets: any configured phrase).",
         higher_is_better=None,
     ),
     MetricSpec(
         "unanswerable", "abstention", lambda inputs: flag(unanswerable_rule(inputs)),
         pl.Int8(),
         "1 when the question is unanswerable: its reference is an abstention (\"I don't know\", "
-        "\"unanswerable\", \"no answer\", the abstention reference or a phrase), it has no gold "
+        "\"unanswerable\", \"no answer\", the abstention reference, a phrase, or a refusal such "
+        "as \"The context does not mention the salary band.\"), it has no gold "
         "answer (SQuAD v2), or its question_type says so (presets: the abstention reference or "
         "question_type only).",
         higher_is_better=None,

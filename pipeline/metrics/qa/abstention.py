@@ -1,7 +1,11 @@
-"""Abstention and refusal detection by phrase matching.
+"""Abstention and refusal detection: the refusal rule, plus configured phrases.
 
-Texts are folded before matching (lowercase, curly quotes to straight ones, whitespace runs to
-one space); a response abstains when it contains any configured phrase, folded the same way.
+A response abstains when :func:`pipeline.text.refusals.refuses` reads it as a refusal (it says
+the sources or the model lack the answer and asserts nothing else, in ten languages), or when it
+contains a configured phrase that the default lists do not hold (a user's own wording adds to
+the rule). Phrases are matched folded (lowercase, curly quotes to straight ones, whitespace runs
+to one space). With ``rules=False`` (every compat preset) only the phrases count, as substrings,
+exactly as the replaced tools did.
 
 Whether a *question* is unanswerable is decided in one place, :func:`is_unanswerable`: every
 metric that asks (``unanswerable``, ``abstention_correct``, ``faithfulness`` and through
@@ -18,10 +22,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from pipeline.config import DEFAULT_ABSTENTION_PHRASES
 from pipeline.metrics.common import flag
 from pipeline.metrics.qa.citation import strip_citation_markers
 from pipeline.text.markers import CITATION_MARKER
 from pipeline.text.normalize import lower_collapse, squad_normalize
+from pipeline.text.refusals import refuses
 
 _QUOTES_FROM = ["\u2019", "\u2018", "\u02bc", "\u201c", "\u201d"]
 _QUOTES_TO = ["'", "'", "'", '"', '"']
@@ -39,7 +45,8 @@ UNANSWERABLE_REFERENCES: tuple[str, ...] = ("I don't know", "unanswerable", "no 
 
 
 def fold(text: pl.Expr) -> pl.Expr:
-    """Lowercase, straighten quotes and collapse whitespace: the form phrases are matched in."""
+    """Lowercase, straighten quotes and collapse whitespace: the form phrases are matched in
+    (Python's lowercasing, exactly; :func:`pipeline.text.refusals.fold` is the rule's own)."""
     return lower_collapse(text.str.replace_many(_QUOTES_FROM, _QUOTES_TO))
 
 
@@ -49,9 +56,28 @@ def fold_phrases(phrases: Sequence[str]) -> list[str]:
     return folded.to_series().to_list()
 
 
-def abstained(response: pl.Expr, *, phrases: Sequence[str]) -> pl.Expr:
-    """1 when the folded response contains any abstention phrase (Int8)."""
-    return flag(fold(response).str.contains_any(fold_phrases(phrases)))
+def abstained(response: pl.Expr, *, phrases: Sequence[str], rules: bool = False) -> pl.Expr:
+    """1 when the response abstains, else 0 (Int8; null for a null response).
+
+    With ``rules``: the refusal rule (:func:`pipeline.text.refusals.refuses`) or a configured
+    phrase beyond the default lists (the defaults are what the rule reads, as meaning: "I don't
+    know why people like it, but the capital is Paris." does not abstain). Without: the folded
+    response contains any phrase.
+
+    >>> df = pl.DataFrame({"r": ["Sorry, I couldn't find that in the documents.",
+    ...                          "I don't know why, but it is Paris.", "No idea, sorry."]})
+    >>> df.select(abstained(pl.col("r"), phrases=["no idea"], rules=True))["r"].to_list()
+    [1, 0, 1]
+    >>> df.select(abstained(pl.col("r"), phrases=["i don't know"]))["r"].to_list()
+    [0, 1, 0]
+    """
+    if not rules:
+        return flag(fold(response).str.contains_any(fold_phrases(phrases)))
+    extra = [p for p in phrases if p not in DEFAULT_ABSTENTION_PHRASES]
+    found = refuses(response)
+    if extra:
+        found = found | fold(response).str.contains_any(fold_phrases(extra))
+    return flag(found)
 
 
 def _bare(text: pl.Expr) -> pl.Expr:
@@ -105,11 +131,14 @@ def has_no_answer(reference: pl.Expr, references: pl.Expr) -> pl.Expr:
 def is_unanswerable(
     reference: pl.Expr, question_type: pl.Expr, references: pl.Expr | None = None, *,
     unanswerable_references: Sequence[str], unanswerable_types: Sequence[str],
+    rules: bool = False,
 ) -> pl.Expr:
     """The one rule for an unanswerable question (Boolean, never null). It is unanswerable when
 
     1. its reference is one of ``unanswerable_references`` (:func:`is_any_reference`: folded,
-       trailing ``.!?`` ignored; by default :func:`unanswerable_references`), or
+       trailing ``.!?`` ignored; by default :func:`unanswerable_references`), or, with
+       ``rules``, the reference itself is a refusal (:func:`pipeline.text.refusals.refuses`:
+       "The context does not mention the salary band.", "Ich weiß es nicht"; never "No Doubt"),
     2. with ``references`` given, it has no gold answer (:func:`has_no_answer`, SQuAD v2's
        convention), or
     3. its ``question_type`` is one of ``unanswerable_types``.
@@ -125,6 +154,8 @@ def is_unanswerable(
     [True, False, True, True]
     """
     found = is_any_reference(reference, unanswerable_references).fill_null(False)
+    if rules:
+        found = found | refuses(reference).fill_null(False)
     if references is not None:
         found = found | has_no_answer(reference, references)
     return found | question_type.is_in(list(unanswerable_types)).fill_null(False)
