@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -96,7 +97,15 @@ def test_the_report_shows_where_answers_fail(rgb_out: Path) -> None:
     section = html[html.index('<section id="failure-stages">'):]
     section = section[:section.index("</section>")]
     assert "<h2>Where answers fail</h2>" in section
-    # Every model has a row at noise 1.0 where no passage holds the answer: no generation
-    # failures there, and the stage shares of each row add up to 100 %.
+    # One row per model and noise level (three models, six levels), under the header.
     assert section.count("<tr>") == 1 + 3 * 6
+    # At noise 1.0 (no passage holds the answer) each model's 20 rows are retrieval failures
+    # or correct abstentions, never generation failures: the shares add up to 100 %.
+    for model in ("atlas-7b", "borealis-13b", "cirrus-70b"):
+        row = re.search(rf'<tr><td>{model}</td><td class="num">1</td>(.*?)</tr>', section)
+        assert row is not None, model
+        n, retrieval, generation, grounding, abstention, correct, none = (
+            float(v) for v in re.findall(r'<td class="num">([\d.]+)</td>', row.group(1)))
+        assert (n, generation, grounding, abstention, none) == (20, 0, 0, 0, 0), model
+        assert retrieval + correct == 100 and retrieval > 0, model
     assert '<a href="#failure-stages">' in html
