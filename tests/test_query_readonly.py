@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from pipeline.cli import EXIT_ERROR, EXIT_OK, main
+from pipeline.query import fetch_frame
 from pipeline.views import QueryRefused, run_query
 
 ROWS = [
@@ -272,3 +273,24 @@ def test_database_stays_usable_by_other_read_only_clients(root: Path, target: st
     with duckdb.connect(str(root / target / "eval.duckdb"), read_only=True) as con:
         assert con.execute("select model, n from headline order by model").fetchall() == [
             ("m1", 2), ("m2", 1)]
+
+
+def test_fetch_frame_gives_the_frame_of_pl() -> None:
+    """The Arrow stream that ``rag-eval query`` reads (no pyarrow) gives ``.pl()``'s frame:
+    the same dtypes and values for scalars, lists, structs, maps, decimals and times; a type
+    polars cannot read (an interval) is polars' error, as through ``.pl()``, not a panic."""
+    con = duckdb.connect()
+    sql = ("select range as i, range::tinyint as t, 123::hugeint as h, 1.5::decimal(10, 2) as d, "
+           "'a' || range as s, null as n, [range, 2] as l, {'x': range, 'y': 'b'} as st, "
+           "map {'k': range} as m, date '2024-01-02' as day, "
+           "timestamptz '2024-01-02 03:04:05+00' as tz, 2.5::float as f, [[1.5]] as nested, "
+           "'ab'::blob as b, range % 2 = 0 as even from range(3)")
+    expected = con.sql(sql).pl()
+    got = fetch_frame(con.sql(sql))
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    assert got["st"].to_list()[2] == {"x": 2, "y": "b"}
+    empty = fetch_frame(con.sql("select 1 as a where false"))
+    assert (empty.height, empty.schema) == (0, pl.Schema({"a": pl.Int32}))
+    with pytest.raises(pl.exceptions.ComputeError, match="month_day_nano_interval"):
+        fetch_frame(con.sql("select interval 3 day as span"))
