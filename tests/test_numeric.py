@@ -1,4 +1,6 @@
-"""Numeric accuracy: golden rows for every documented rule and a pure-Python oracle."""
+"""Numeric accuracy read as digits alone (``written=False``, the ``enhanced-framework`` preset):
+golden rows for every documented rule and a pure-Python oracle. Numbers as people write them
+(the default) are tested in tests/test_numbers_written.py."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def score(responses: list[str | None], references: list[str | None]) -> pl.DataF
     )
     return frame.select(
         numbers=numbers(pl.col("reference")),
-        score=numeric_accuracy(pl.col("response"), pl.col("reference")),
+        score=numeric_accuracy(pl.col("response"), pl.col("reference"), written=False),
     )
 
 

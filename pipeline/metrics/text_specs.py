@@ -17,6 +17,7 @@ from pipeline.metrics.lexical import bleu, framework_tfidf, keywords, numeric, r
 from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE
+from pipeline.text.numbers import as_digits
 from pipeline.text.rouge_tokenize import rouge_tokens_for
 from pipeline.text.tokenize import punctuation_deleted_words
 from pipeline.text.tokenize_sacrebleu import bleu_tokens
@@ -66,6 +67,12 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
         extract = keywords.framework_keywords if _framework_keywords(inputs) else keywords.keywords
         sources = {_KEYWORDS[0]: response, _KEYWORDS[1]: pl.col("reference"),
                    _KEYWORDS[2]: pl.col("question")}
+        if not _framework_keywords(inputs):
+            # Numbers as written ("1,642 metres" = "1642 m"), where words are spaced: the
+            # character bigrams of Chinese or Japanese read numbers as written already.
+            spaced = ~pl.col("lang").fill_null("en").is_in(["zh", "ja", "ko", "th"])
+            sources = {name: pl.when(spaced).then(as_digits(text, pl.col("lang")))
+                       .otherwise(text) for name, text in sources.items()}
         columns.update(
             (name, extract(text, stopwords=stopwords, phrases=phrases))
             for name, text in sources.items()
@@ -273,7 +280,10 @@ SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "numeric_accuracy", "lexical",
-        lambda _: numeric.numeric_accuracy(pl.col(RESPONSE), pl.col("reference")),
+        lambda inputs: numeric.numeric_accuracy(
+            pl.col(RESPONSE), pl.col("reference"), pl.col("lang"),
+            written=inputs.config.compat_preset != "enhanced-framework",  # its digits alone
+        ),
         pl.Float64(), "Share of the reference's numbers found in the response (1.0 if none).",
     ),
     MetricSpec(

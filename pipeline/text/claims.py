@@ -34,6 +34,10 @@ import polars as pl
 
 from pipeline.rules.files import STOPWORDS_FILE, read_text
 from pipeline.text.evidence import CHARACTER_SCRIPTS as _CHARACTER_SCRIPTS
+from pipeline.text.numbers import HAN_NUMERAL as HAN_NUMERAL
+from pipeline.text.numbers import WORD_FORMS as WORD_FORMS
+from pipeline.text.numbers import han_numbers as han_numbers
+from pipeline.text.numbers import numbers as numbers
 
 #: Characters kept of a content word (truncation stemming).
 STEM_LENGTH = 5
@@ -41,7 +45,6 @@ STEM_LENGTH = 5
 #: A word: a run of letters, marks and digits outside :data:`_CHARACTER_SCRIPTS`.
 WORD = rf"[^\W_{_CHARACTER_SCRIPTS}]+"
 _WORD = WORD
-_NUMBER = r"\p{Nd}+(?:[.,]\p{Nd}+)*"
 
 #: Discourse frames: they say where a statement comes from or that an answer follows, and
 #: assert nothing; removed before the units are read (case-insensitive).
@@ -73,67 +76,6 @@ FRAMES: tuple[str, ...] = (
     r"fuente|contexto|manual|documentación|informe|ficha)s?\b",
 )
 
-#: Word forms read as one form: number words as digits, unit words as one name.
-WORD_FORMS: dict[str, str] = {
-    # "one" is a pronoun as often as a number ("one of the best"): not read as 1.
-    **dict.fromkeys(("two", "zwei", "deux", "dos"), "2"),
-    **dict.fromkeys(("three", "drei", "trois", "tres"), "3"),
-    **dict.fromkeys(("four", "vier", "quatre", "cuatro"), "4"),
-    **dict.fromkeys(("five", "fünf", "cinq", "cinco"), "5"),
-    **dict.fromkeys(("six", "sechs", "seis"), "6"),
-    **dict.fromkeys(("seven", "sieben", "sept", "siete"), "7"),
-    **dict.fromkeys(("eight", "acht", "huit", "ocho"), "8"),
-    **dict.fromkeys(("nine", "neun", "neuf", "nueve"), "9"),
-    **dict.fromkeys(("ten", "zehn", "dix", "diez"), "10"),
-    **dict.fromkeys(("eleven", "elf", "onze"), "11"),
-    **dict.fromkeys(("twelve", "zwölf", "douze", "doce"), "12"),
-    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
-    "eighteen": "18", "nineteen": "19",
-    **dict.fromkeys(("twenty", "zwanzig", "vingt", "veinte"), "20"),
-    **dict.fromkeys(("thirty", "dreißig", "trente", "treinta"), "30"),
-    **dict.fromkeys(("forty", "vierzig", "quarante", "cuarenta"), "40"),
-    **dict.fromkeys(("fifty", "fünfzig", "cinquante", "cincuenta"), "50"),
-    **dict.fromkeys(("sixty", "sechzig", "soixante", "sesenta"), "60"),
-    **dict.fromkeys(("seventy", "siebzig", "setenta"), "70"),
-    **dict.fromkeys(("eighty", "achtzig", "ochenta"), "80"),
-    **dict.fromkeys(("ninety", "neunzig", "noventa"), "90"),
-    # Ordinals from the third on (first and second are words as often: "a second look").
-    **dict.fromkeys(("third", "dritte", "dritten", "troisième", "tercero", "tercera"), "3"),
-    **dict.fromkeys(("fourth", "vierte", "vierten", "quatrième", "cuarto", "cuarta"), "4"),
-    **dict.fromkeys(("fifth", "fünfte", "fünften", "cinquième", "quinto", "quinta"), "5"),
-    **dict.fromkeys(("hundred", "hundert", "cien", "ciento"), "100"),
-    **dict.fromkeys(("thousand", "tausend", "mille", "mil"), "1000"),
-    **dict.fromkeys(("first", "erste", "ersten", "premier", "première", "primero", "primera"),
-                    "1st"),
-    **dict.fromkeys(("second", "zweite", "zweiten", "deuxième", "segundo", "segunda"), "2nd"),
-    # Month names (not those that are words or names as often: may, march, mars, august,
-    # avril).
-    **dict.fromkeys(("january", "januar", "janvier", "enero"), "1"),
-    **dict.fromkeys(("february", "februar", "février", "febrero"), "2"),
-    **dict.fromkeys(("märz", "marzo"), "3"),
-    **dict.fromkeys(("april", "abril"), "4"),
-    **dict.fromkeys(("mai", "mayo"), "5"),
-    **dict.fromkeys(("june", "juni", "juin", "junio"), "6"),
-    **dict.fromkeys(("july", "juli", "juillet", "julio"), "7"),
-    **dict.fromkeys(("août", "agosto"), "8"),
-    **dict.fromkeys(("september", "septembre", "septiembre"), "9"),
-    **dict.fromkeys(("october", "oktober", "octobre", "octubre"), "10"),
-    **dict.fromkeys(("november", "novembre", "noviembre"), "11"),
-    **dict.fromkeys(("december", "dezember", "décembre", "diciembre"), "12"),
-    **dict.fromkeys(("m", "meter", "meters", "metre", "metres", "metern", "mètre", "mètres",
-                     "metro", "metros"), "m"),
-    **dict.fromkeys(("km", "kilometer", "kilometers", "kilometre", "kilometres",
-                     "kilometern", "kilomètre", "kilomètres", "kilómetro", "kilómetros"), "km"),
-    **dict.fromkeys(("kg", "kilogram", "kilograms", "kilogramm", "kilogramme",
-                     "kilogrammes", "kilogramo", "kilogramos"), "kg"),
-    **dict.fromkeys(("percent", "percentage", "prozent", "pourcent", "porcentaje", "ciento"),
-                    "percent"),
-    **dict.fromkeys(("min", "mins", "minute", "minutes", "minuten", "minutos"), "minute"),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours", "stunde", "stunden", "heure", "heures",
-                     "hora", "horas"), "hour"),
-    **dict.fromkeys(("usd", "dollar", "dollars", "$"), "dollar"),
-    **dict.fromkeys(("eur", "euro", "euros", "€"), "euro"),
-}
 
 def _word_list(text: str) -> tuple[str, ...]:
     """The whitespace-separated words of ``text`` (long word lists read as text)."""
@@ -188,14 +130,6 @@ FRAME_WORDS = _word_list(
 )
 
 
-_NUMBER_WORDS = sorted(w for w, form in WORD_FORMS.items() if form.isdigit())
-_ORDINALS = frozenset(("third", "dritte", "dritten", "troisième", "tercero", "tercera",
-                       "fourth", "vierte", "vierten", "quatrième", "cuarto", "cuarta",
-                       "fifth", "fünfte", "fünften", "cinquième", "quinto", "quinta"))
-_CARDINALS = "|".join(w for w in _NUMBER_WORDS if int(WORD_FORMS[w]) < 100
-                      and w not in _ORDINALS)
-#: Number words joined into one number ("cuarenta y cinco", "vingt et un"): not read here.
-_JOINED = rf"\b(?:{_CARDINALS})\s+(?:y|et|und|and)\s+(?:{_CARDINALS})\b"
 
 
 @cache
@@ -285,128 +219,6 @@ def stems(text: pl.Expr) -> pl.Expr:
         ~pl.element().is_in(stop) & ~pl.element().str.contains(r"^\p{Nd}+(?:st|nd|rd)?$")
     ).str.slice(0, STEM_LENGTH)
     return words(text).list.eval(content).list.unique(maintain_order=True)
-
-
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-         "eighty": 80, "ninety": 90}
-_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-          "eight": 8, "nine": 9}
-_COMPOUND = rf"(?i)\b(?:{'|'.join(_TENS)})-(?:{'|'.join(_UNITS)})\b"
-#: Chinese digits (``两`` and ``〇`` too) and the units that make Chinese numerals.
-_HAN_DIGITS = {"零": "0", "〇": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4",
-               "五": "5", "六": "6", "七": "7", "八": "8", "九": "9"}
-#: A Chinese numeral: digits with at least one unit (``六千三百``, ``五十五``,
-#: ``四十一万两千``), or two digits or more (``二〇一八``); a lone ``一`` (一种) is no number.
-HAN_NUMERAL = (
-    "(?:[0-9零〇一二两三四五六七八九十百千万亿]*[十百千万亿][零〇一二两三四五六七八九十百千万亿]*"
-    "|[零〇一二三四五六七八九]{2,})"
-)
-
-
-def _compound_value(word: pl.Expr) -> pl.Expr:
-    """``twenty-seven`` -> ``"27"``."""
-    tens, units = word.str.to_lowercase().str.split("-").list.first(), word.str.to_lowercase(
-    ).str.split("-").list.last()
-    return (tens.replace_strict(_TENS, return_dtype=pl.Int64)
-            + units.replace_strict(_UNITS, return_dtype=pl.Int64)).cast(pl.String)
-
-
-def _section_value(section: pl.Expr) -> pl.Expr:
-    """The value of a Chinese numeral below 万 written with ASCII digits (``6千3百`` ->
-    6300, ``十8`` -> 18); digits alone read as written (``2018``)."""
-    def part(unit: str, scale: int) -> pl.Expr:
-        digit = section.str.extract(rf"(\d?){unit}", 1)
-        present = section.str.contains(unit)
-        value = pl.when(digit == "").then(1).otherwise(digit.cast(pl.Int64, strict=False))
-        return pl.when(present).then(value * scale).otherwise(0)
-
-    last = section.str.extract(r"(\d)$", 1).cast(pl.Int64, strict=False).fill_null(0)
-    with_units = part("千", 1000) + part("百", 100) + part("十", 10) + last
-    plain = section.cast(pl.Int64, strict=False)
-    return pl.when(section.str.contains("[十百千]")).then(with_units).otherwise(plain).fill_null(0)
-
-
-def han_numbers(text: pl.Expr) -> pl.Expr:
-    """The Chinese numerals of ``text`` as digit strings (``List[String]``).
-
-    >>> pl.select(han_numbers(pl.lit("全长六千三百公里，约四十一万两千辆，二〇一八年，一种"))
-    ...           ).item().to_list()
-    ['6300', '412000', '2018']
-    """
-    def as_digits(run: pl.Expr) -> pl.Expr:
-        for han, digit in _HAN_DIGITS.items():
-            run = run.str.replace_all(han, digit, literal=True)
-        return run
-
-    def value(run: pl.Expr) -> pl.Expr:
-        digits = as_digits(run)
-        high = digits.str.extract(r"^(.*)万", 1)
-        low = pl.when(high.is_not_null()).then(digits.str.extract(r"万(.*)$", 1)).otherwise(
-            digits)
-        high_value = pl.when(high == "").then(1).otherwise(_section_value(high)).fill_null(0)
-        return (high_value * 10000 + _section_value(low)).cast(pl.String)
-
-    return text.str.extract_all(HAN_NUMERAL).list.eval(value(pl.element()))
-
-
-def numbers(text: pl.Expr) -> pl.Expr:
-    """The distinct numbers of ``text`` in one form (``List[String]``): a ``,`` or ``.``
-    before exactly three digits separates thousands, any other is a decimal point; number
-    words count (:data:`WORD_FORMS`), and a duration in hours or minutes counts in the
-    other unit too (:func:`_durations`).
-
-    >>> pl.select(numbers(pl.lit("1,642 m, 1.642 m, 3,5 %, five days, 2.75, 4.0"))).item().to_list()
-    ['1642', '3.5', '2.75', '4', '5']
-    >>> pl.select(numbers(pl.lit("tres horas, 90 minutes"))).item().to_list()
-    ['90', '3', '180', '1.5']
-    """
-    thousands = r"(\p{Nd})[.,\u00a0\u202f ](\p{Nd}{3})\b"
-    digits = (
-        text.str.replace_all(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b", "$1 $2 $3")  # 29.05.1953
-        .str.replace_all(thousands, "${1}${2}").str.replace_all(thousands, "${1}${2}")
-        .str.extract_all(_NUMBER)
-        .list.eval(pl.element().str.replace_all(",", ".").str.replace(r"\.0+$", "")
-                   .str.replace(r"^0+(\d)", "$1"))
-    )
-    compounds = text.str.extract_all(_COMPOUND).list.eval(_compound_value(pl.element()))
-    # A number word in a compound ("three-person") describes rather than counts, and one
-    # before a multiplier ("two dozen") is part of a number not read here.
-    spelled = (
-        text.str.to_lowercase().str.replace_all(_COMPOUND, " ").str.replace_all(_JOINED, " ")
-        .str.replace_all(rf"\b(?:{_CARDINALS})-", " ")
-        .str.replace_all(r"\b[^\W_]+\s+(?:dozen|dozens|million|millions|billion|billions)\b",
-                         " ")
-        .str.extract_all(_WORD)
-        .list.eval(pl.element().filter(pl.element().is_in(_NUMBER_WORDS)).replace(WORD_FORMS))
-    )
-    return digits.list.concat(compounds).list.concat(spelled).list.concat(
-        han_numbers(text)).list.concat(_durations(text, thousands)).list.unique(
-        maintain_order=True)
-
-
-_HOURS = "|".join(w for w, form in WORD_FORMS.items() if form == "hour")
-_MINUTES = "|".join(w for w, form in WORD_FORMS.items() if form == "minute")
-_AMOUNT = rf"\d+(?:[.,]\d+)?|\b(?:{_CARDINALS})"
-
-
-def _durations(text: pl.Expr, thousands: str) -> pl.Expr:
-    """The durations of ``text`` in the other unit: hours in minutes (``three hours`` ->
-    ``"180"``), minutes in hours where that is exact to two decimals
-    (``90 minutos`` -> ``"1.5"``), so a duration reads as
-    one number in either unit."""
-    lowered = text.str.to_lowercase().str.replace_all(thousands, "${1}${2}")
-
-    def amounts(unit: str, factor: float) -> pl.Expr:
-        value = (
-            pl.element().str.extract(rf"^({_AMOUNT})", 1).replace(WORD_FORMS)
-            .str.replace(",", ".").cast(pl.Float64, strict=False) * factor
-        )
-        exact = value.filter((value * 100) == (value * 100).round())
-        written = pl.when(exact == exact.round()).then(exact.cast(pl.Int64).cast(pl.String)) \
-            .otherwise(exact.cast(pl.String))
-        return lowered.str.extract_all(rf"(?:{_AMOUNT})\s*(?:{unit})\b").list.eval(written)
-
-    return amounts(_HOURS, 60.0).list.concat(amounts(_MINUTES, 1 / 60))
 
 
 #: A capitalized word as written (``Halep``, ``O'Malley``, ``U.S``, ``WHO``).
