@@ -150,7 +150,7 @@ def score(
     ``columns``: canonical name -> name in ``data``, over the config's ``[columns]``;
     ``embedding_backend``: as ``--embedding-backend``; ``keep_columns``: the input's columns
     that are no canonical column (a ``label``) to carry into :attr:`Scored.scores` (default:
-    all of them; ``[]``: none, each named in a warning).
+    the config's ``[columns] keep``, else all of them; ``[]``: none, each named in a warning).
 
     Rows that fail validation, and rows whose key an earlier row of the same input holds, are
     in :attr:`Scored.rejected` with their reasons (and a warning is logged), never dropped.
@@ -169,7 +169,7 @@ def score(
 
     settings, specs = _settings(config, metrics=metrics, columns=columns,
                                 embedding_backend=embedding_backend)
-    keep = None if keep_columns is None else list(
+    keep = settings.keep_columns if keep_columns is None else list(
         [keep_columns] if isinstance(keep_columns, str) else keep_columns
     )
     inputs = _reader_frames(data, settings, keep)

@@ -294,6 +294,10 @@ class Config:
     """
 
     columns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: ``[columns] keep``: the inputs' other columns (no canonical column reads them: a user's
+    #: ``label``) carried into ``texts.parquet``; None (left out) keeps every one, ``()`` none.
+    #: Not in the signature: it changes no score.
+    keep_columns: tuple[str, ...] | None = None
     #: Input path (as given) -> {column: value} for the columns of :data:`LABEL_COLUMNS`.
     input_labels: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
@@ -455,6 +459,8 @@ class Config:
             raise ConfigError(f"user-defined metric(s) {twice} defined twice")
         object.__setattr__(self, "user_metrics", tuple(self.user_metrics))
         object.__setattr__(self, "plugins", tuple(self.plugins))
+        if self.keep_columns is not None:
+            object.__setattr__(self, "keep_columns", tuple(self.keep_columns))
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
         object.__setattr__(self, "input_labels", MappingProxyType(
             {path: MappingProxyType(dict(labels)) for path, labels in self.input_labels.items()}
@@ -624,6 +630,7 @@ def load_config(
 
         [columns]                 # canonical = "name in your files"
         response = "answer"
+        keep = ["label"]          # other columns carried into texts.parquet (left out: all)
 
         [abstention]
         phrases = ["i don't know", "insufficient context"]
@@ -753,10 +760,16 @@ def _parse_sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     columns = data.get("columns", {})
     if not isinstance(columns, dict):
         raise ConfigError(f"{path}: [columns] must be a table")
+    if "keep" in columns:
+        columns = dict(columns)
+        keep = columns.pop("keep")
+        if not isinstance(keep, list) or not all(isinstance(v, str) and v for v in keep):
+            raise ConfigError(f"{path}: [columns] keep must be a list of column names")
+        values["keep_columns"] = tuple(keep)
     for key in sorted(set(columns) - set(RECORD_SCHEMA)):
         raise ConfigError(
             f"{path}: unknown key {key!r} in [columns]{did_you_mean(key, RECORD_SCHEMA)}: a key "
-            f"is a canonical column, one of {', '.join(RECORD_SCHEMA)}"
+            f"is a canonical column, one of {', '.join(RECORD_SCHEMA)}, or keep"
         )
     if not all(isinstance(v, str) for v in columns.values()):
         raise ConfigError(f"{path}: [columns] must map canonical names to strings")

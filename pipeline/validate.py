@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -49,6 +49,7 @@ from pipeline.schema import (
     PROVENANCE_SCHEMA,
     READER_PROBLEM,
     READER_RAW,
+    READER_SCHEMA,
     RECORD_SCHEMA,
     REJECTED_SCHEMA,
     REQUIRED_COLUMNS,
@@ -56,6 +57,7 @@ from pipeline.schema import (
     RGB_TASKS,
     ROW_COLUMN,
     SOURCE_COLUMN,
+    InputError,
 )
 
 log = logging.getLogger(__name__)
@@ -109,11 +111,16 @@ GROUPS = pl.List(pl.List(pl.String()))
 
 @dataclass(frozen=True)
 class Validated:
-    """Valid records and rejected rows of one or more inputs; ``n_read`` counts both."""
+    """Valid records and rejected rows of one or more inputs; ``n_read`` counts both.
+    ``extras``: the input's other columns that the reader kept (a user's ``label``), one row per
+    row of ``records`` in the same order (no columns when none was kept)."""
 
     records: pl.DataFrame
     rejected: pl.DataFrame
     n_read: int
+    extras: pl.DataFrame = field(default_factory=pl.DataFrame)
+    #: The input the rows come from, as given ("" for several).
+    source: str = ""
 
 
 def validate_records(
@@ -123,7 +130,8 @@ def validate_records(
 
     Rows whose key (:data:`KEY`) an earlier valid row holds are rejected as duplicates unless
     ``check_duplicates`` is false (the streaming engine checks whole files instead, see
-    :func:`pipeline.engines.local.stream_scores`). Raises
+    :func:`pipeline.engines.local.stream_scores`). The reader's other columns (kept ones) are
+    returned apart, as :attr:`Validated.extras`. Raises
     :class:`~pipeline.schema.MissingColumnError` when a required column is absent.
     """
     available = [c for c in frame.columns if c not in PROVENANCE_SCHEMA]
@@ -173,6 +181,8 @@ def validate_records(
         pl.col(SOURCE_COLUMN),
         pl.col(ROW_COLUMN),
     )
+    known = {*RECORD_SCHEMA, *PROVENANCE_SCHEMA, *READER_SCHEMA}
+    extras = good.select(name for name in frame.columns if name not in known)
     raw = _raw(present, schema)
     if READER_RAW in bad.columns:
         raw = pl.coalesce(pl.col(READER_RAW), raw)
@@ -184,7 +194,8 @@ def validate_records(
         raw.alias("raw"),
     ).cast(pl.Schema(REJECTED_SCHEMA))
     log.info("%s: %d rows read, %d valid, %d rejected", path, frame.height, good.height, bad.height)
-    return Validated(records=records, rejected=rejected, n_read=frame.height)
+    return Validated(records=records, rejected=rejected, n_read=frame.height, extras=extras,
+                     source=path)
 
 
 def _with_reasons(
@@ -235,10 +246,26 @@ def iter_validated(
     Each chunk is validated on its own, without the duplicate-key check, which needs the whole
     file: the driver runs it afterwards (:func:`pipeline.engines.local.stream_scores`) and takes the
     ``raw`` JSON of duplicates from :func:`iter_raw`. Pairs are read whole.
+
+    The inputs' other columns that ``config.keep_columns`` names (None: all) come in
+    :attr:`Validated.extras`; a named column one input lacks is left to the caller (null
+    there), and a name that no input has raises :class:`~pipeline.schema.InputError` once every
+    input has been read.
     """
+    keep = config.keep_columns
+    seen: set[str] = set()
     for path in inputs:
-        for chunk in iter_records(path, config, chunk_rows):
-            yield validate_records(chunk, str(path), config, check_duplicates=False)
+        for chunk in iter_records(path, config, chunk_rows, keep, missing_ok=len(inputs) > 1):
+            checked = validate_records(chunk, str(path), config, check_duplicates=False)
+            seen.update(checked.extras.columns)
+            yield checked
+    unknown = [name for name in keep or () if name not in seen]
+    if unknown and inputs:
+        raise InputError(
+            f"[columns] keep names {', '.join(map(repr, unknown))}, which no input has "
+            f"({', '.join(map(str, inputs))}); other columns kept: "
+            f"{', '.join(sorted(seen)) or 'none'}"
+        )
     for predictions, references in pairs:
         pair = read_prediction_pair(predictions, references, config)
         checked = validate_records(
@@ -266,8 +293,9 @@ def iter_raw(
         return frame.select(SOURCE_COLUMN, ROW_COLUMN).with_columns(raw_json(frame, path))
 
     for path in inputs:
-        if str(path) in wanted:
-            for chunk in iter_records(path, config, chunk_rows):
+        if str(path) in wanted:  # read as the run read it: the same warnings, no new error
+            for chunk in iter_records(path, config, chunk_rows, config.keep_columns,
+                                      missing_ok=True):
                 yield pick(chunk, str(path))
     for predictions, references in pairs:
         if str(predictions) in wanted:
@@ -515,6 +543,17 @@ def _value_checks(
     if column in NON_NEGATIVE_COLUMNS:
         negative = pl.format(f"{column}: must not be negative, got {{}}", value)
         checks.append(_when(value < 0, negative))
+    for items, aligned in (("context_ids", "contexts"), ("relevance", "relevant_ids")):
+        if column == items and aligned in present:
+            n = pl.col(_value(aligned)).list.len()
+            checks.append(_when(
+                value.is_not_null() & n.is_not_null() & (value.list.len() != n),
+                pl.format(f"{items}: {{}} values for {{}} {aligned} (one each)",
+                          value.list.len(), n),
+            ))
+    if column == "relevance":
+        checks.append(_when(value.list.min() < 0, pl.format(
+            "relevance: [{}] must be >= 0 (grades are gains)", _join_elements(value))))
     if column in CITATION_COLUMNS:
         shown = _join_elements(value)
         below = value.list.min() < 1  # passage numbers are 1-based, with or without contexts

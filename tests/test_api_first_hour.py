@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import polars as pl
@@ -132,8 +133,9 @@ def test_keep_columns_chooses_and_the_others_are_named(caplog: pytest.LogCapture
         none = pipeline.score(FRAME, metrics="answer_em", keep_columns=[]).scores
     assert not {"label", "reviewer"} & set(none.columns)
     assert "column(s) label, reviewer are not read" in caplog.text
-    with pytest.raises(InputError, match="<data>: keep_columns names 'lable', which is no "
-                                         "column of the input; other columns: label, reviewer"):
+    with pytest.raises(InputError, match=re.escape(
+            "<data>: the columns to keep ([columns] keep; keep_columns) name 'lable', which is "
+            "no column of the input; other columns: label, reviewer")):
         pipeline.score(FRAME, metrics="answer_em", keep_columns=["lable"])
 
 

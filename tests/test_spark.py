@@ -26,7 +26,7 @@ from pipeline.engines.local import stream_scores
 from pipeline.engines.spark import local_session
 from pipeline.metrics.registry import resolve
 from pipeline.metrics.user import load_plugins, sql_metric
-from pipeline.schema import MissingColumnError
+from pipeline.schema import InputError, MissingColumnError
 from pipeline.scoring import BatchScorer
 
 
@@ -231,3 +231,26 @@ def test_user_metrics_equal_single_machine(spark, tmp_path):
     assert {"has_url", "answer_length_ok", "mentions_reference", "response_words",
             "digit_share"} <= set(local.columns)
     _same(scores, local)
+
+
+def test_other_columns_reach_the_texts_as_single_machine(spark, config, tmp_path):
+    """Two inputs with different other columns: the union, null where an input lacks one, the
+    same file as the local engine's; one column with two types is the same error."""
+    sample = pl.read_parquet(SAMPLE).head(6).select("id", "question", "reference", "response")
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    sample.head(3).with_columns(label=pl.Series(["easy", "hard", "mid"])).write_parquet(first)
+    sample.tail(3).with_columns(note=pl.Series(["n1", None, "n3"]), label=pl.lit("x")
+                                ).write_parquet(second)
+    summary = evaluate_spark([first, second], tmp_path / "store", config, spark=spark)
+    evaluate([first, second], tmp_path / "flat", config, build_db=False, stats=False)
+    texts = _read(summary.run_dir / "texts" / "*.parquet")
+    local = pl.read_parquet(tmp_path / "flat" / "texts.parquet")
+    assert local.columns[-2:] == ["label", "note"]
+    assert local.select("label", "note").rows() == [
+        ("easy", None), ("hard", None), ("mid", None), ("x", "n1"), ("x", None), ("x", "n3")]
+    _same(texts, local)
+
+    third = tmp_path / "c.parquet"
+    sample.head(2).with_columns(label=pl.lit(1)).write_parquet(third)
+    with pytest.raises(InputError, match="the kept column 'label' is Int32 here but String in"):
+        evaluate_spark([first, third], tmp_path / "store", config, spark=spark)

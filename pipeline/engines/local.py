@@ -38,6 +38,7 @@ from pipeline.config import Config
 from pipeline.engines import STALE_NOTE, EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
+from pipeline.io.other_columns import union_writer
 from pipeline.io.parquet_options import parquet_writer
 from pipeline.io.partitioned import PartitionedWriter, partition_dir
 from pipeline.io.readers import parquet_keys_unique
@@ -77,6 +78,10 @@ _REUSED = "reused.parquet"
 _DUPLICATE_RAW = "duplicate-raw.parquet"
 _POSITION = "__position"
 _TEXT_WORDS = "text-words.parquet"
+_EXTRAS = "other-columns.parquet"
+#: The columns of ``texts.parquet`` before the inputs' other columns, with their dtypes.
+TEXTS_BASE = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).select(TEXT_COLUMNS).schema
+_KEY_SCHEMA = {SOURCE_COLUMN: pl.String(), ROW_COLUMN: pl.Int64()}
 
 
 class ScoreSink(Protocol):
@@ -101,6 +106,9 @@ class _FirstPass:
 
     records: Path
     rejected: Path
+    #: ``source``, ``row_number`` and the inputs' other columns (kept) of valid records, when
+    #: an input kept any (:mod:`pipeline.io.other_columns`).
+    extras: Path | None
     n_read: int
     n_valid: int
     n_text_bytes: int
@@ -180,7 +188,9 @@ def stream_scores(
     ``previous_corpus`` (the previous run's :meth:`CorpusStats.digest`).
 
     Writes scores into ``sink``, rejected rows to ``rejected_target`` and the texts behind the
-    scores to ``texts_target`` (both complete files in input order, file then row, written by
+    scores to ``texts_target``, with the inputs' other columns that ``config.keep_columns``
+    keeps after them (:mod:`pipeline.io.other_columns`: their union over the inputs) (both
+    complete files in input order, file then row, written by
     DuckDB or polars into temporary paths the caller renames); scores come in the same order,
     so identical runs write the same rows in the same order. ``work_dir`` holds intermediate
     files; it is removed.
@@ -256,7 +266,6 @@ def _single_pass(
     timer = PhaseTimer()
     n_read = n_valid = 0
     rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
-    texts_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).select(TEXT_COLUMNS).to_arrow().schema
 
     def validated() -> Iterator[Validated]:
         chunks = iter_validated(inputs, (), config, chunk_rows)
@@ -283,7 +292,7 @@ def _single_pass(
     # and the previous scores are written (in order) meanwhile.
     with (
         parquet_writer(rejected_target, rejected_schema) as rejected_out,
-        parquet_writer(texts_target, texts_schema) as texts_out,
+        union_writer(texts_target, TEXTS_BASE) as texts_out,
         BackgroundWriter() as background,
     ):
         for chunk in Prefetch(validated()):
@@ -291,9 +300,11 @@ def _single_pass(
             valid = chunk.records
             n_valid += valid.height
             rejected = chunk.rejected.to_arrow().cast(rejected_schema)
-            texts = valid.select(TEXT_COLUMNS).to_arrow().cast(texts_schema)
+            texts = texts_out.conform(
+                valid.select(TEXT_COLUMNS).hstack(chunk.extras.get_columns()), chunk.source
+            )
             background.submit(timed_write(rejected_out.write_table, rejected))
-            background.submit(timed_write(texts_out.write_table, texts))
+            background.submit(timed_write(texts_out.write, texts))
             rows = batch_rows_for(valid, batch_rows)
             for offset in range(0, valid.height, rows):
                 batch = valid.slice(offset, rows)
@@ -376,6 +387,7 @@ def _read_and_validate(
 ) -> _FirstPass:
     """Pass 1: validate chunk by chunk, append to the work files, accumulate corpus stats."""
     records_path, rejected_path = work_dir / _RECORDS, work_dir / _REJECTED
+    extras_path = work_dir / _EXTRAS
     stats = CorpusStatsBuilder(
         config, tuple(specs), spill_path=work_dir / _TEXT_WORDS, duckdb_memory=duckdb_memory
     )
@@ -387,6 +399,7 @@ def _read_and_validate(
     with (
         parquet_writer(records_path, records_schema) as records_out,
         parquet_writer(rejected_path, rejected_schema) as rejected_out,
+        union_writer(extras_path, _KEY_SCHEMA) as extras_out,
     ):
         for chunk in Prefetch(iter_validated(inputs, pairs, config, chunk_rows)):
             n_read += chunk.n_read
@@ -398,10 +411,16 @@ def _read_and_validate(
                 valid.with_columns(row_hashes(valid)).to_arrow().cast(records_schema)
             )
             rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
+            if chunk.extras.width:  # rows of inputs without other columns: null in the texts
+                keyed = valid.select(SOURCE_COLUMN, ROW_COLUMN).hstack(
+                    chunk.extras.get_columns()
+                )
+                extras_out.write(extras_out.conform(keyed, chunk.source))
             if on_progress is not None:
                 on_progress("reading", chunk.n_read)
     return _FirstPass(
-        records=records_path, rejected=rejected_path, n_read=n_read, n_valid=n_valid,
+        records=records_path, rejected=rejected_path,
+        extras=extras_path if extras_out.columns else None, n_read=n_read, n_valid=n_valid,
         n_text_bytes=n_bytes, scorer=BatchScorer.for_config(config, stats.result(), specs),
     )
 
@@ -435,10 +454,18 @@ def _split(
                     rejected_target)
     # In input order (file, then row), as the single pass writes them: the scan of the work
     # file runs on several threads, so without the sort the order changes from run to run.
+    others = ""
+    if first.extras is not None:
+        others = (
+            ", e.* exclude (source, row_number) from kept k left join read_parquet("
+            f"'{_sql_path(first.extras)}', hive_partitioning = false) e "
+            "on e.source = k.source and e.row_number = k.row_number"
+        )
     _copy(
         db,
-        f"select {', '.join(f'k.{name}' for name in TEXT_COLUMNS)} from kept k "
-        f"left join ({_positions_sql(sources)}) files using (source) "
+        f"select {', '.join(f'k.{name}' for name in TEXT_COLUMNS)}"
+        f"{others or ' from kept k'} "
+        f"left join ({_positions_sql(sources)}) files on files.source = k.source "
         "order by files.position, k.source, k.row_number",
         texts_target,
     )

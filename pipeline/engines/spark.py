@@ -6,7 +6,10 @@ Python code as the single-machine engine, called on Arrow data by Spark:
 1. Read: each Parquet input on its own (its own columns and dtypes, as
    :func:`pipeline.io.readers.iter_records` reads it), the config's column mapping applied,
    ``source`` the path as the caller gave it, ``row_number`` from ``_metadata.row_index``.
-   A missing required column raises the reader's error, before any Spark job runs.
+   A missing required column raises the reader's error, before any Spark job runs. The other
+   columns ``[columns] keep`` keeps (:func:`pipeline.io.readers.extra_columns`) join the texts
+   by ``source`` and ``row_number``, by the rule of :mod:`pipeline.io.other_columns` (checked on
+   the driver from the files' schemas).
 2. Validate: :func:`pipeline.validate.validate_records` (without its duplicate check, as
    :func:`pipeline.validate.iter_validated` calls it) on every Arrow batch, through
    ``mapInArrow``; ``row_hash`` is :func:`pipeline.scoring.row_hashes` of the batch.
@@ -58,6 +61,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.engines import STALE_NOTE, EngineRun, duplicate_rows_sql, first_scored_rows_sql
+from pipeline.io.columns import ColumnPlan
 from pipeline.io.layout import (
     MODEL_NAME_COLUMN,
     MODEL_PARTITION,
@@ -67,7 +71,7 @@ from pipeline.io.layout import (
     TEXTS_DIR,
 )
 from pipeline.io.partitioned import is_hashed, partition_value
-from pipeline.io.readers import check_file, missing_column_error, source_names
+from pipeline.io.readers import check_file, extra_columns, missing_column_error, source_names
 from pipeline.metrics.lexical.tfidf import IdfTable, tfidf_tokens
 from pipeline.metrics.registry import compared_response
 from pipeline.metrics.spec import MetricSpec
@@ -340,11 +344,15 @@ class _Input:
     source: str
     #: Column in the file -> canonical name, in canonical order.
     renames: dict[str, str]
+    #: The file's other columns that ``[columns] keep`` keeps, with their dtypes as polars reads
+    #: them (the local engine's, so both engines compare and name types alike).
+    extras: dict[str, pl.DataType]
 
 
-def _plan_input(path: Path | str, config: Config) -> _Input:
+def _plan_input(path: Path | str, config: Config, many: bool = False) -> _Input:
     """Check one input on the driver as :func:`pipeline.io.readers.iter_records` does: the same
-    errors (file, format, missing required column, no records) with the same messages."""
+    errors (file, format, missing required column, no records) with the same messages; the
+    other columns it keeps (a name of ``[columns] keep`` it lacks is no error when ``many``)."""
     source = os.fspath(path)
     if Path(source).suffix.lower() != ".parquet":
         raise InputError(
@@ -365,11 +373,64 @@ def _plan_input(path: Path | str, config: Config) -> _Input:
         raise InputError(f"{source}: the file contains no records")
     renames = {src: name for name, src in wanted.items() if src in set(available)}
     ordered = {src: name for name in RECORD_SCHEMA for src, n in renames.items() if n == name}
-    return _Input(source=source, renames=ordered)
+    plan = ColumnPlan(pairs=tuple((src, name) for src, name in ordered.items()))
+    kept = extra_columns(available, plan, source, config.keep_columns, missing_ok=many)
+    dtypes = pl.read_parquet_schema(source)
+    return _Input(source=source, renames=ordered, extras={name: dtypes[name] for name in kept})
+
+
+def _plan_inputs(inputs: Sequence[Path], config: Config) -> list[_Input]:
+    """:func:`_plan_input` of every input, and their other columns checked together by the rule
+    of :mod:`pipeline.io.other_columns`: one type per column, a kept name some input has."""
+    plans = [_plan_input(path, config, many=len(inputs) > 1) for path in inputs]
+    first: dict[str, tuple[pl.DataType, str]] = {}
+    for plan in plans:
+        for name, dtype in plan.extras.items():
+            known = first.setdefault(name, (dtype, plan.source))
+            if dtype == pl.Null() or known[0] == dtype:
+                continue
+            if known[0] == pl.Null():
+                first[name] = (dtype, plan.source)
+                continue
+            raise InputError(
+                f"{plan.source}: the kept column {name!r} is {dtype} here but {known[0]} in "
+                f"{known[1]}; a kept column has one type in every input "
+                "(docs/input-formats.md, \"Other columns\"): give it one, or leave it out "
+                "with [columns] keep"
+            )
+    unknown = [name for name in config.keep_columns or () if name not in first]
+    if unknown:
+        raise InputError(
+            f"[columns] keep names {', '.join(map(repr, unknown))}, which no input has "
+            f"({', '.join(map(str, inputs))}); other columns kept: "
+            f"{', '.join(sorted(first)) or 'none'}"
+        )
+    return plans
 
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def _other_columns(spark: SparkSession, plans: Sequence[_Input]) -> DataFrame | None:
+    """``source``, ``row_number`` and the other columns each input keeps, over every input
+    that keeps one (a column an input lacks is null there); None when none keeps one."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    frames = [
+        spark.read.parquet(item.source).select(
+            F.lit(item.source).alias(SOURCE_COLUMN),
+            F.col("_metadata.row_index").cast("long").alias(ROW_COLUMN),
+            *(F.col(_quoted(name)) for name in item.extras),
+        )
+        for item in plans if item.extras
+    ]
+    if not frames:
+        return None
+    return functools.reduce(
+        lambda left, right: DataFrame.unionByName(left, right, allowMissingColumns=True), frames
+    )
 
 
 def _read_input(spark: SparkSession, item: _Input) -> DataFrame:
@@ -410,7 +471,7 @@ class SparkEngine:
         _pyspark()
         if not inputs:
             raise InputError("no inputs to evaluate")
-        plans = [_plan_input(path, config) for path in inputs]
+        plans = _plan_inputs(inputs, config)
         session = self.spark if self.spark is not None else local_session(self.master)
         try:
             counts, digest = _run(session, plans, config, specs, run_dir, previous_dir,
@@ -428,8 +489,7 @@ class SparkEngine:
         _pyspark()
         if not inputs:
             raise InputError("no inputs to evaluate")
-        for path in inputs:
-            _plan_input(path, config)
+        _plan_inputs(inputs, config)
 
 
 def _run(
@@ -500,7 +560,14 @@ def _run(
             F.col(SOURCE_COLUMN),
         )
         _write(rejected.orderBy(position, ROW_COLUMN), run_dir / REJECTED_DIR)
-        _write(kept.select(*TEXT_COLUMNS), run_dir / TEXTS_DIR)
+        texts = kept.select(*TEXT_COLUMNS)
+        others = _other_columns(spark, plans)
+        if others is not None:
+            names = [name for name in others.columns if name not in (SOURCE_COLUMN, ROW_COLUMN)]
+            texts = texts.join(others, on=[SOURCE_COLUMN, ROW_COLUMN], how="left").select(
+                *TEXT_COLUMNS, *names
+            )
+        _write(texts, run_dir / TEXTS_DIR)
 
         scorer = BatchScorer.for_config(config, stats, specs)
         scores_struct, scores_arrow = _spark_types(scorer.output_schema)

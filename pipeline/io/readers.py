@@ -68,6 +68,7 @@ from pipeline.io.columns import (  # noqa: F401 - source_names is re-exported (S
     source_names,
 )
 from pipeline.io.derived_ids import ID_KEYS, derived_ids
+from pipeline.io.layout import RUN_PARTITION
 from pipeline.io.pylists import python_lists_as_json_series
 from pipeline.schema import (
     PROVENANCE_SCHEMA,
@@ -98,8 +99,9 @@ JSON_VALUE = pl.Struct(
 )
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-#: A format's reader: (path, source as given, config, columns to keep) -> the frame.
-Reader = Callable[[Path, str, Config, Sequence[str] | None], pl.DataFrame]
+#: A format's reader: (path, source as given, config, columns to keep, whether a kept name
+#: may be absent from the file) -> the frame.
+Reader = Callable[[Path, str, Config, Sequence[str] | None, bool], pl.DataFrame]
 
 #: Most bytes of one record: a line of JSON Lines, or the text of one row of any format
 #: (question, reference, response, references and contexts together), about four million
@@ -113,10 +115,12 @@ _SCAN_BYTES = 2**20
 
 
 def read_records(
-    path: str | Path, config: Config, keep: Sequence[str] | None = ()
+    path: str | Path, config: Config, keep: Sequence[str] | None = (), *,
+    missing_ok: bool = False,
 ) -> pl.DataFrame:
     """Read one records file, choosing the reader by extension; ``keep``: the file's other
-    columns to keep after the provenance columns (None: every one; :func:`extra_columns`).
+    columns to keep after the provenance columns (None: every one; :func:`extra_columns`, with
+    ``missing_ok``).
 
     Raises :class:`~pipeline.schema.InputError` for an unknown extension, a missing, unreadable,
     malformed or empty file, and :class:`~pipeline.schema.MissingColumnError` when a required
@@ -135,7 +139,7 @@ def read_records(
             f"{source}: unknown file extension {suffix!r}; supported: {', '.join(READERS)}"
         )
     check_file(Path(source), source)
-    frame = reader(Path(source), source, config, keep)
+    frame = reader(Path(source), source, config, keep, missing_ok)
     if frame.height == 0:
         raise InputError(f"{source}: the file contains no records")
     frame = _complete(frame, source, config)
@@ -231,15 +235,18 @@ def _require(
 
 #: Names an input column keeps only under a canonical column: never carried as another column.
 _RESERVED = frozenset({*RECORD_SCHEMA, *PROVENANCE_SCHEMA, *READER_SCHEMA, "row_hash",
-                       "signature"})
+                       "signature", RUN_PARTITION})
 
 
 def extra_columns(
-    available: Iterable[str], plan: ColumnPlan, source: str, keep: Sequence[str] | None
+    available: Iterable[str], plan: ColumnPlan, source: str, keep: Sequence[str] | None, *,
+    missing_ok: bool = False,
 ) -> list[str]:
     """The input's columns that no canonical column reads (a user's ``label``) and ``keep``
-    names (None: all of them), in the input's order. The others are logged as not read, so
-    none goes silently; a name of ``keep`` that is not such a column raises InputError.
+    names (None: all of them; ``[columns] keep`` of the config), in the input's order. The
+    others are logged as not read, so none goes silently; a name of ``keep`` that is a
+    canonical or reserved column raises InputError, and so does one the input does not have,
+    unless ``missing_ok`` (a run of several inputs, where another input may hold it).
 
     >>> plan = ColumnPlan(pairs=(("question", "question"), ("answer", "response")))
     >>> extra_columns(["question", "answer", "label", "topic"], plan, "f.csv", None)
@@ -250,17 +257,19 @@ def extra_columns(
               if name and name not in read and name not in _RESERVED]
     wanted = others if keep is None else list(dict.fromkeys(keep))
     for name in wanted:
-        if name not in others:
+        if name not in others and not (missing_ok and name not in read | _RESERVED):
             why = ("is read as a canonical column" if name in read or name in _RESERVED
                    else "is no column of the input")
-            raise InputError(f"{source}: keep_columns names {name!r}, which {why}; other "
-                             f"columns: {', '.join(others) or 'none'}")
+            raise InputError(f"{source}: the columns to keep ([columns] keep; keep_columns) "
+                             f"name {name!r}, which {why}; other columns: "
+                             f"{', '.join(others) or 'none'}")
     dropped = [name for name in others if name not in wanted]
     if dropped:
-        log.warning("%s: column(s) %s are not read: no canonical column (docs/input-formats.md);"
-                    " map one with --column CANONICAL=NAME, or keep them with "
-                    "pipeline.score(keep_columns=...)", source, ", ".join(dropped))
-    return wanted
+        log.warning("%s: column(s) %s are not read: no canonical column reads them and the "
+                    "config's [columns] keep (pipeline.score: keep_columns) leaves them out "
+                    "(docs/input-formats.md, \"Other columns\"); name them in keep, or map one "
+                    "with --column CANONICAL=NAME", source, ", ".join(dropped))
+    return [name for name in wanted if name in others]
 
 
 def _canonical(plan: ColumnPlan, schema: Mapping[str, pl.DataType]) -> list[pl.Expr]:
@@ -478,13 +487,13 @@ def _labelled(frame: pl.DataFrame, labels: Mapping[str, str]) -> pl.DataFrame:
 
 
 def _read_parquet(path: Path, source: str, config: Config,
-                  keep: Sequence[str] | None = ()) -> pl.DataFrame:
+                  keep: Sequence[str] | None = (), missing_ok: bool = False) -> pl.DataFrame:
     try:
         schema = pl.read_parquet_schema(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
     plan = _require(schema, source, config)
-    extras = extra_columns(schema, plan, source, keep)
+    extras = extra_columns(schema, plan, source, keep, missing_ok=missing_ok)
     try:
         frame = pl.read_parquet(path, columns=[*plan.sources, *extras])
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
@@ -514,8 +523,12 @@ def _unchanged(path: Path, source: str, before: os.stat_result) -> None:
         )
 
 
-def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[pl.DataFrame]:
-    """:func:`read_records` in chunks of at most ``chunk_rows`` rows, for bounded memory.
+def iter_records(
+    path: str | Path, config: Config, chunk_rows: int, keep: Sequence[str] | None = (), *,
+    missing_ok: bool = False,
+) -> Iterator[pl.DataFrame]:
+    """:func:`read_records` in chunks of at most ``chunk_rows`` rows, for bounded memory, with
+    the other columns ``keep`` names (:func:`extra_columns`).
 
     Parquet is read slice by slice (a lazy polars scan reads only the row groups a slice
     needs), so memory holds one chunk; the text formats (CSV, TSV, JSON Lines, JSON) are
@@ -524,7 +537,7 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
     """
     source = os.fspath(path)
     if Path(source).suffix.lower() != ".parquet":
-        frame = read_records(path, config)
+        frame = read_records(path, config, keep, missing_ok=missing_ok)
         for offset in range(0, frame.height, chunk_rows):
             yield frame.slice(offset, chunk_rows)
         return
@@ -535,14 +548,14 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source}: not a readable Parquet file: {exc}") from exc
     plan = _require(handle.schema_arrow.names, source, config)
-    extra_columns(handle.schema_arrow.names, plan, source, ())  # named in the log, not read
+    extras = extra_columns(handle.schema_arrow.names, plan, source, keep, missing_ok=missing_ok)
     n_rows = handle.metadata.num_rows
     if n_rows == 0:
         raise InputError(f"{source}: the file contains no records")
     # polars slices of one lazy scan read only the row groups they need, and unlike pyarrow's
     # batch iterator they leave no memory behind between chunks (measured: flat RSS). A slice
     # decodes every row group it touches whole, so slices follow row-group boundaries.
-    scan = pl.scan_parquet(source, hive_partitioning=False).select(plan.sources)
+    scan = pl.scan_parquet(source, hive_partitioning=False).select(*plan.sources, *extras)
     groups = [(handle.metadata.row_group(i).num_rows, handle.metadata.row_group(i).total_byte_size)
               for i in range(handle.metadata.num_row_groups)]
     try:
@@ -556,7 +569,7 @@ def iter_records(path: str | Path, config: Config, chunk_rows: int) -> Iterator[
                             config.input_labels.get(source, {}))
         for offset, rows in parquet_slices(groups, chunk_rows):
             _unchanged(Path(source), source, before)  # a cut file makes polars panic
-            chunk = _finish(scan.slice(offset, rows).collect(), plan, source, offset)
+            chunk = _finish(scan.slice(offset, rows).collect(), plan, source, offset, extras)
             yield _complete(chunk, source, config,
                             None if ids is None else ids.slice(offset, rows))
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
@@ -668,7 +681,7 @@ def _delimited(separator: str) -> Reader:
     kind = "TSV" if separator == "\t" else "CSV"
 
     def read(path: Path, source: str, config: Config,
-             keep: Sequence[str] | None = ()) -> pl.DataFrame:
+             keep: Sequence[str] | None = (), missing_ok: bool = False) -> pl.DataFrame:
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -678,7 +691,7 @@ def _delimited(separator: str) -> Reader:
             header = _header(data, separator, source, kind)
             # a delimited file holds SQuAD v2 answers as a repr: not read as that layout
             plan = _require(header, source, config, squad_answers=False)
-            extras = extra_columns(header, plan, source, keep)
+            extras = extra_columns(header, plan, source, keep, missing_ok=missing_ok)
             columns = [*plan.sources, *extras]
             frame = _read_regular(data, separator, columns, source, kind)
             if frame is None:
@@ -1024,7 +1037,7 @@ def _decoded(line: bytes, source: str, number: int) -> str:
 
 
 def _read_jsonl(path: Path, source: str, config: Config,
-                keep: Sequence[str] | None = ()) -> pl.DataFrame:
+                keep: Sequence[str] | None = (), missing_ok: bool = False) -> pl.DataFrame:
     objects: list[dict[str, Any]] = []
     check: list[int] = []  # objects whose line may hold a lone surrogate
     too_long: dict[int, tuple[str, str]] = {}  # object index -> (problem, raw)
@@ -1059,15 +1072,15 @@ def _read_jsonl(path: Path, source: str, config: Config,
     if len(too_long) == len(objects):
         raise InputError(f"{source}: {next(iter(too_long.values()))[0]}; the file holds no "
                          "other record")
-    return _objects_frame(objects, source, config, check, too_long, keep)
+    return _objects_frame(objects, source, config, check, too_long, keep, missing_ok)
 
 
 def _read_json(path: Path, source: str, config: Config,
-               keep: Sequence[str] | None = ()) -> pl.DataFrame:
+               keep: Sequence[str] | None = (), missing_ok: bool = False) -> pl.DataFrame:
     text = _read_text(path, source)
     objects = _json_array(text, source)
     check = range(len(objects)) if _LONE_SURROGATE_ESCAPE.search(text) else range(0)
-    return _objects_frame(objects, source, config, check, keep=keep)
+    return _objects_frame(objects, source, config, check, keep=keep, missing_ok=missing_ok)
 
 
 def load_json_array(path: Path, source: str) -> tuple[list[dict[str, Any]], range]:
@@ -1112,6 +1125,7 @@ def _json_array(text: str, source: str) -> list[dict[str, Any]]:
 def _objects_frame(
     objects: list[dict[str, Any]], source: str, config: Config, check: Iterable[int],
     unread: Mapping[int, tuple[str, str]] | None = None, keep: Sequence[str] | None = (),
+    missing_ok: bool = False,
 ) -> pl.DataFrame:
     """The frame of parsed JSON ``objects``; those listed in ``check`` are searched for text
     that UTF-8 cannot encode and, where they hold some, become rows with a reader problem;
@@ -1119,7 +1133,7 @@ def _objects_frame(
     keys ``keep`` names are kept (:func:`_extra_series`)."""
     keys = list(dict.fromkeys(key for obj in objects for key in obj))
     plan = _require(keys, source, config)
-    extras = extra_columns(keys, plan, source, keep)
+    extras = extra_columns(keys, plan, source, keep, missing_ok=missing_ok)
     read = plan.pairs if plan.answers is None else (*plan.pairs, (plan.answers, "reference"))
     objects, unreadable = without_lone_surrogates(objects, read, check)
     targets = _json_targets(plan.pairs)
