@@ -1377,6 +1377,10 @@ def build_records(seed: int = DEFAULT_SEED) -> pl.DataFrame:
                     "citations": None if null_citations else list(cited),
                     "gold_citations": list(retrieval.gold),
                     "contexts": list(retrieval.passages),
+                    # Relevance judgments: the gold passages serve (docs/retrieval.md).
+                    "context_ids": None,
+                    "relevant_ids": None,
+                    "relevance": None,
                     "category": question.item.category,
                     "model": model.name,
                     "run": RUN,

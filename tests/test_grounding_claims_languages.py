@@ -78,3 +78,9 @@ def test_a_ranked_superlative_is_not_stated_outright(claim, passage, stated):
     assert got is stated, reasons
     if not stated:
         assert any("rank" in reason for reason in reasons)
+
+
+def test_a_duration_in_the_wrong_unit_is_named_as_such():
+    stated, reasons = _support("The battery lasts three hours.", "The battery lasts 3 minutes.")
+    assert not stated
+    assert reasons == ["number 180 (a duration in the other unit) not in the passages"]

@@ -196,6 +196,10 @@ def han_numbers(text: pl.Expr) -> pl.Expr:
         han_value(pl.element()).cast(pl.String))
 
 
+#: A digit, a thousands separator and three digits (``1,642``, ``1.642``, ``1 642``).
+_THOUSANDS = r"(\p{Nd})[.,\u00a0\u202f ](\p{Nd}{3})\b"
+
+
 def numbers(text: pl.Expr) -> pl.Expr:
     """The distinct numbers of ``text`` in one form (``List[String]``): a ``,`` or ``.``
     before exactly three digits separates thousands, any other is a decimal point; number
@@ -207,7 +211,7 @@ def numbers(text: pl.Expr) -> pl.Expr:
     >>> pl.select(numbers(pl.lit("tres horas, 90 minutes"))).item().to_list()
     ['90', '3', '180', '1.5']
     """
-    thousands = r"(\p{Nd})[.,\u00a0\u202f ](\p{Nd}{3})\b"
+    thousands = _THOUSANDS
     digits = (
         text.str.replace_all(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b", "$1 $2 $3")  # 29.05.1953
         .str.replace_all(thousands, "${1}${2}").str.replace_all(thousands, "${1}${2}")
@@ -234,6 +238,16 @@ def numbers(text: pl.Expr) -> pl.Expr:
 _HOURS = "|".join(w for w, form in WORD_FORMS.items() if form == "hour")
 _MINUTES = "|".join(w for w, form in WORD_FORMS.items() if form == "minute")
 _AMOUNT = rf"\d+(?:[.,]\d+)?|\b(?:{_CARDINALS})"
+
+
+def duration_numbers(text: pl.Expr) -> pl.Expr:
+    """The numbers :func:`numbers` adds for the durations of ``text`` read in the other unit
+    (``6 hours`` -> ``"360"``): not written in the text, so a reason names them as such.
+
+    >>> pl.select(duration_numbers(pl.lit("6 hours"))).item().to_list()
+    ['360']
+    """
+    return _durations(text, _THOUSANDS)
 
 
 def _durations(text: pl.Expr, thousands: str) -> pl.Expr:

@@ -238,7 +238,7 @@ def claim_counts(
             pl.col("contexts").list.gather(pl.col("_cited") - 1).list.join("\n")
         ).alias("_cited_text"),
     )
-    units = ["_claim_text", "cs", "cn", "names"]
+    units = ["_claim_text", "cs", "cn", "cd", "names"]
     first = support.claim_support(
         found.select("_row", "claim", "question", "lang", *units,
                      pl.coalesce("_cited_text", "_all").alias("evidence")),

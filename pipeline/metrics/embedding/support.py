@@ -34,6 +34,7 @@ import polars as pl
 
 from pipeline.rules.files import WORDNET_SENSES_FILE, read_bytes
 from pipeline.text import claims, evidence, records
+from pipeline.text.numbers import duration_numbers
 
 #: A word with at least this many WordNet senses (over the lemmas sharing its stem) is light.
 LIGHT_SENSES = 6
@@ -100,11 +101,12 @@ def wordnet_lemmas() -> pl.Series:
 def claim_units(claim: pl.Expr, lang: pl.Expr) -> dict[str, pl.Expr]:
     """The units of a claim that :func:`claim_support` reads, as named expressions:
     ``_claim_text`` (frames removed, :func:`pipeline.text.claims.readable`), its stems ``cs``,
-    numbers ``cn`` and ``names``; computed once when a claim is checked against several
+    numbers ``cn`` (``cd``: those read from a duration in the other unit) and ``names``;
+    computed once when a claim is checked against several
     evidence texts."""
     text = claims.readable(claims.without_frames(claim))
     return {"_claim_text": text, "cs": claims.stems(text), "cn": claims.numbers(text),
-            "names": claims.names(text, lang)}
+            "cd": duration_numbers(text), "names": claims.names(text, lang)}
 
 
 def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
@@ -145,7 +147,7 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         .list.eval(pl.element().str.slice(0, claims.STEM_LENGTH)).list.unique().alias("words"),
     )
     units = pairs.select(
-        "_pair", "_row", "evidence", "question", "claim", "lang", "cs", "cn", "names",
+        "_pair", "_row", "evidence", "question", "claim", "lang", "cs", "cn", "cd", "names",
     ).join(read.rename({"text": "evidence", "stems": "es", "numbers": "en", "initials": "ei",
                         "words": "ew", "codes": "ec"}),
            on="evidence", how="left", maintain_order="left"
@@ -213,8 +215,15 @@ def claim_support(pairs: pl.DataFrame, *, tau_lex: float) -> pl.DataFrame:
         anchored.alias("anchored"),
         "coverage",
         pl.concat_list(
-            pl.col("missing_numbers").list.eval(pl.format("number {} not in the passages",
-                                                          pl.element())),
+            # A duration's number in the other unit is named only where no written number
+            # is missing ("6 hours": number 6, not also 360).
+            pl.col("missing_numbers").list.set_difference("cd").list.eval(
+                pl.format("number {} not in the passages", pl.element())),
+            pl.when(pl.col("missing_numbers").list.set_difference("cd").list.len() == 0)
+            .then(pl.col("missing_numbers").list.eval(
+                pl.format("number {} (a duration in the other unit) not in the passages",
+                          pl.element())))
+            .otherwise(_EMPTY),
             pl.col("missing_names").list.eval(pl.format('"{}" not in the passages',
                                                         pl.element())),
             pl.col("missing_characters").list.eval(pl.format('"{}" not in the passages',
