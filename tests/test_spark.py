@@ -236,7 +236,8 @@ def test_user_metrics_equal_single_machine(spark, tmp_path):
 def test_other_columns_reach_the_texts_as_single_machine(spark, config, tmp_path):
     """Two inputs with different other columns: the union, null where an input lacks one, the
     same file as the local engine's; one column with two types is the same error."""
-    sample = pl.read_parquet(SAMPLE).head(6).select("id", "question", "reference", "response")
+    sample = pl.read_parquet(SAMPLE).head(6).select("question", "reference", "response")
+    sample = sample.with_columns(id=pl.Series([f"s{i}" for i in range(6)]))
     first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
     sample.head(3).with_columns(label=pl.Series(["easy", "hard", "mid"])).write_parquet(first)
     sample.tail(3).with_columns(note=pl.Series(["n1", None, "n3"]), label=pl.lit("x")
