@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 ROW_HASH = "row_hash"
 #: ``polars_hash.hash_rows`` encoding behind ``row_hash`` (its version 1 never changes).
 ROW_ENCODING = 1
+#: Record columns added after ``lang``: encoded in ``row_hash`` only on rows that set one.
+LATE_COLUMNS: tuple[str, ...] = ("context_ids", "relevant_ids", "relevance")
 #: Schema of a validated record batch, as :class:`BatchScorer` expects it.
 RECORD_BATCH_SCHEMA: dict[str, pl.DataType] = {**RECORD_SCHEMA, **PROVENANCE_SCHEMA}
 
@@ -72,18 +74,23 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
     included, independent of column names and polars' memory layout), then hashed with
     XXH3-128; the bytes are the hash's canonical big-endian form. Equal records hash equally
     in any process, on any machine, with any polars version. Vectorized in Rust, no Python per
-    row. ``lang`` (added later) is encoded only where it is set, so records without it keep
-    the hash they had before it existed.
+    row. ``lang`` and the retrieval columns (:data:`LATE_COLUMNS`, added later) are encoded
+    only where set, so records without them keep the hash they had before they existed.
     """
     content = records.select(
         pl.col(name).cast(dtype) if name in records.columns else pl.lit(None, dtype).alias(name)
         for name, dtype in RECORD_SCHEMA.items()
     )
     two_64 = pl.lit(2**64, dtype=pl.UInt128)
-    encoded: pl.Expr = polars_hash.hash_rows(pl.exclude("lang"), version=ROW_ENCODING)
+    late = list(LATE_COLUMNS)
+    encoded: pl.Expr = polars_hash.hash_rows(pl.exclude("lang", *late), version=ROW_ENCODING)
     if content["lang"].is_not_null().any():  # else one encoding, not two, per row
-        with_lang = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
+        with_lang = polars_hash.hash_rows(pl.exclude(*late), version=ROW_ENCODING)
         encoded = pl.when(pl.col("lang").is_null()).then(encoded).otherwise(with_lang)
+    judged = pl.any_horizontal(pl.col(late).is_not_null())
+    if content.select(judged.any()).item():
+        every = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
+        encoded = pl.when(judged).then(every).otherwise(encoded)
     halves = content.select(
         cast(polars_hash.HExpr, encoded).nchash.xxh3_128().alias("hash")
     ).select(

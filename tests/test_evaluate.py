@@ -83,3 +83,15 @@ def test_row_hash_sees_lang_only_where_it_is_set():
     tagged = row_hashes(frame.with_columns(lang=pl.lit("de")))
     assert not (tagged == plain).any()
     assert not (row_hashes(frame.with_columns(lang=pl.lit("es"))) == tagged).any()
+
+
+def test_row_hash_sees_the_retrieval_columns_only_where_they_are_set():
+    frame = pl.DataFrame(ROWS[:2])
+    plain = row_hashes(frame)
+    empty = frame.with_columns(context_ids=pl.lit(None, pl.List(pl.String)),
+                               relevance=pl.lit(None, pl.List(pl.Int64)))
+    assert row_hashes(empty).equals(plain)
+    judged = row_hashes(frame.with_columns(relevant_ids=pl.lit(["d1"])))
+    assert not (judged == plain).any()
+    graded = row_hashes(frame.with_columns(relevant_ids=pl.lit(["d1"]), relevance=pl.lit([2])))
+    assert not (graded == judged).any()

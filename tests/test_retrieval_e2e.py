@@ -51,6 +51,7 @@ def test_retrieval_failures_rise_with_the_noise_level(rgb_out: Path) -> None:
 def test_the_view_counts_every_row_once(rgb_out: Path) -> None:
     stages = run_query(rgb_out, "select * from by_failure_stage")
     assert stages["n"].sum() == 480
+    assert stages.select("model", "noise_level", "category", "failure_stage").is_unique().all()
     groups = stages.group_by("model", "noise_level", "category").agg(pl.col("share").sum())
     assert groups["share"].round(12).to_list() == [1.0] * groups.height
     assert set(stages["failure_stage"]) <= {"retrieval", "generation", "grounding",
