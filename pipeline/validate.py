@@ -306,10 +306,13 @@ def iter_raw(
 def load_inputs(
     inputs: Sequence[Path], pairs: Sequence[tuple[Path, Path]], config: Config
 ) -> Validated:
-    """Read and validate every records file and every legacy (predictions, references) pair."""
+    """Read and validate every records file and every legacy (predictions, references) pair;
+    the inputs' other columns are read as a run reads them (``config.keep_columns``, the same
+    warnings and errors; a name that no input of several has is not checked here)."""
     parts: list[Validated] = []
     for path in inputs:
-        parts.append(validate_records(read_records(path, config), str(path), config))
+        frame = read_records(path, config, config.keep_columns, missing_ok=len(inputs) > 1)
+        parts.append(validate_records(frame, str(path), config))
     for predictions, references in pairs:
         pair = read_prediction_pair(predictions, references, config)
         checked = validate_records(pair.records, str(predictions), config)

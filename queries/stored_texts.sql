@@ -3,7 +3,9 @@
 -- passages the model was given (`contexts`). texts_file() is a table macro that pipeline/views.py
 -- defines (texts.parquet of an output directory, the texts of the chosen run of a store). The
 -- view `texts` joins them to the scores' identifying columns. A run written before the texts
--- held their passages has null contexts.
+-- held their passages has null contexts. The contract's columns come first, then the inputs'
+-- other columns that the run kept (a user's `label`; docs/input-formats.md, "Other columns"),
+-- as texts.parquet holds them (their union over the runs read with `--run all`).
 with text_rows as (
     select * from texts_file()
 ),
@@ -22,15 +24,7 @@ contract as (
 ),
 
 final as (
-    select
-        ct.eval_run,
-        ct.source,
-        ct.row_number,
-        ct.id,
-        ct.question,
-        ct.reference,
-        ct.response,
-        ct.contexts
+    select ct.*
     from (select * from contract union all by name select * from text_rows) as ct
 )
 

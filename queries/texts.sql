@@ -3,7 +3,9 @@
 -- reference and response, and the passages the model was given (`contexts`, in the order its
 -- [n] citations number them; contexts[1] is passage 1). Join it with the scores on the row:
 -- `from scores s join texts t using (source, row_number)` (with `--run all` on a store, add
--- eval_run).
+-- eval_run). After the passages come the inputs' other columns that the run kept (a user's
+-- `label`), to slice the scores by: `select t.label, avg(s.answer_f1) from scores s join texts t
+-- using (source, row_number) group by 1`.
 with scored as (
     select * from scores
 ),
@@ -25,10 +27,7 @@ final as (
         sc.question_type,
         sc.task,
         sc.lang,
-        st.question,
-        st.reference,
-        st.response,
-        st.contexts
+        st.* exclude (eval_run, source, row_number, id)
     from scored as sc
     inner join stored as st
         on

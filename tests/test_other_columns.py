@@ -187,3 +187,115 @@ def test_union_writer_keeps_one_file_while_the_schema_holds(tmp_path: Path) -> N
     writer.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
     assert pl.read_parquet(target).rows() == [(0, "x", None), (1, None, None), (2, None, 1.5)]
+
+
+# --- the flag: rag-eval evaluate / validate --keep-columns ---------------------------------
+
+
+def test_the_flag_chooses_over_the_config_key(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(LABELLED, tmp_path / "records.csv")
+    with caplog.at_level(logging.WARNING):
+        assert _evaluate([path], tmp_path / "label", ONE_PASS, "--keep-columns", "label") == 0
+    texts = pl.read_parquet(tmp_path / "label" / "texts.parquet")
+    assert texts.columns[6:] == ["contexts", "label"]
+    assert texts["label"].to_list() == ["easy", "hard", "mid"]
+    assert (f"{path}: column(s) reviewer are not read: no canonical column reads them and the "
+            "config's [columns] keep (rag-eval --keep-columns; pipeline.score: keep_columns) "
+            "leaves them out") in caplog.text
+    caplog.clear()
+    # an empty value keeps none; the flag wins over the config's key
+    config = _config(tmp_path, '[columns]\nkeep = ["reviewer"]\n')
+    with caplog.at_level(logging.WARNING):
+        assert _evaluate([path], tmp_path / "none", ONE_PASS, "--config", config,
+                         "--keep-columns", "") == 0
+    assert pl.read_parquet(tmp_path / "none" / "texts.parquet").columns[-1] == "contexts"
+    assert "column(s) label, reviewer are not read" in caplog.text
+    assert _evaluate([path], tmp_path / "both", ONE_PASS, "--config", config,
+                     "--keep-columns", "reviewer, label") == 0
+    assert pl.read_parquet(tmp_path / "both" / "texts.parquet").columns[7:] == [
+        "reviewer", "label"]
+    # absent: the config's key, else every other column
+    assert _evaluate([path], tmp_path / "config", ONE_PASS, "--config", config) == 0
+    assert pl.read_parquet(tmp_path / "config" / "texts.parquet").columns[7:] == ["reviewer"]
+    assert _evaluate([path], tmp_path / "all", ONE_PASS) == 0
+    assert pl.read_parquet(tmp_path / "all" / "texts.parquet").columns[7:] == [
+        "label", "reviewer"]
+    capsys.readouterr()
+    # a name no input has fails before anything is written
+    assert _evaluate([path], tmp_path / "typo", ONE_PASS, "--keep-columns", "lable") == 2
+    assert ("name 'lable', which is no column of the input; other columns: label, reviewer"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "typo" / "texts.parquet").exists()
+
+
+def test_validate_takes_the_flag(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(LABELLED, tmp_path / "records.jsonl")
+    with caplog.at_level(logging.WARNING):
+        assert main(["validate", "--input", str(path), "--keep-columns", "label"]) == 0
+    assert "read 3 rows: 3 valid, 0 would be rejected" in capsys.readouterr().out
+    assert "column(s) reviewer are not read" in caplog.text
+    assert "--keep-columns" in caplog.text
+    assert main(["validate", "--input", str(path), "--keep-columns", "lable"]) == 2
+    assert "name 'lable', which is no column of the input" in capsys.readouterr().err
+
+
+# --- kept columns in SQL: the texts and stored_texts views ------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+#: The query both docs show (docs/input-formats.md "Other columns", docs/sql-cookbook.md).
+BY_LABEL = ("select t.label, avg(s.answer_f1) from scores s join texts t using (source, "
+            "row_number) group by 1")
+#: Two easy rows (F1 1 and 2/3: "Madrid Spain" against "Madrid") and a hard one (F1 0).
+GRADED = BASE.with_columns(response=pl.Series(["Paris", "Milan", "Madrid Spain"]),
+                           label=pl.Series(["easy", "hard", "easy"]))
+BY_LABEL_ROWS = [("easy", pytest.approx((1 + 2 / 3) / 2)), ("hard", 0.0)]
+
+
+def test_the_docs_show_the_query() -> None:
+    for name in ("input-formats.md", "sql-cookbook.md"):
+        assert f'rag-eval query out "{BY_LABEL}"' in (DOCS / name).read_text(encoding="utf-8")
+
+
+def test_scores_join_the_kept_label_in_sql(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(GRADED.with_columns(reviewer=pl.Series([3, 7, 9])), tmp_path / "r.parquet")
+    out = tmp_path / "out"
+    assert _evaluate([path], out, "answer_f1") == 0
+    assert sorted(run_query(out, BY_LABEL).rows()) == BY_LABEL_ROWS
+    texts = run_query(out, "select * from texts order by row_number")
+    assert texts.columns[-6:] == ["question", "reference", "response", "contexts", "label",
+                                  "reviewer"]
+    assert texts.select("id", "model", "label", "reviewer").rows() == [
+        ("q1", None, "easy", 3), ("q2", None, "hard", 7), ("q3", None, "easy", 9)]
+    assert run_query(out, "select * from stored_texts limit 0").columns == [
+        "eval_run", "source", "row_number", "id", "question", "reference", "response",
+        "contexts", "label", "reviewer"]
+    capsys.readouterr()
+    assert main(["query", str(out), BY_LABEL + " order by 1", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "label,avg(s.answer_f1)"
+    assert [line.split(",")[0] for line in lines[1:]] == ["easy", "hard"]
+    # a run that kept none has no label column in the views
+    assert _evaluate([path], tmp_path / "none", "answer_f1", "--keep-columns", "") == 0
+    assert run_query(tmp_path / "none", "select * from texts limit 0").columns[-1] == "contexts"
+
+
+def test_scores_join_the_kept_label_on_a_store(tmp_path: Path) -> None:
+    labelled = _write(GRADED, tmp_path / "a.parquet")
+    plain = _write(BASE.with_columns(id=pl.Series(["p1", "p2", "p3"])), tmp_path / "b.parquet")
+    store = tmp_path / "store"
+    for path, run_id in ((labelled, "r1"), (plain, "r2")):
+        assert main(["evaluate", "--input", str(path), "--store", str(store), "--run-id",
+                     run_id, "--metrics", "answer_f1", "--no-progress", "--no-stats"]) == 0
+    assert sorted(run_query(store, BY_LABEL, run="r1").rows()) == BY_LABEL_ROWS
+    # the latest run (r2) kept none; every run: the union, null in r2
+    assert "label" not in run_query(store, "select * from texts limit 0").columns
+    every = run_query(store, "select t.eval_run, t.label, avg(s.answer_f1) from scores s join "
+                             "texts t using (eval_run, source, row_number) group by 1, 2 "
+                             "order by 1, 2", run="all")
+    assert every.rows() == [("r1", "easy", pytest.approx((1 + 2 / 3) / 2)), ("r1", "hard", 0.0),
+                            ("r2", None, pytest.approx(2 / 3))]  # Milan for Rome
+    assert run_query(store, "select count(*), count(label) from stored_texts",
+                     run="all").row(0) == (6, 3)

@@ -26,6 +26,7 @@ from pipeline.cli.common import (
     require_inputs,
     seconds,
 )
+from pipeline.cli.validate import add_keep_columns, with_keep_columns
 from pipeline.config import Config, ConfigError
 from pipeline.io.atomic import OutputPathError, check_output_dir, check_output_file
 from pipeline.phases import phase
@@ -37,6 +38,7 @@ EXAMPLES = """\
   rag-eval evaluate --input ragas.parquet --model m1 --out out   # RAGAS / HF datasets export
   rag-eval evaluate --input data.csv --column response=answer --column id=qid --out out
   rag-eval evaluate --input a.parquet --out out --report report.html
+  rag-eval evaluate --input labelled.csv --out out --keep-columns label   # slice by label
   rag-eval evaluate --input a.parquet --store store --run-id baseline
   rag-eval -v evaluate --input a.jsonl --out out --metrics answer,citation   # with info logs"""
 
@@ -46,6 +48,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         NAME, help=COMMAND_HELP[NAME]
     )
     add_inputs(ev)
+    add_keep_columns(ev)
     target = ev.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, help="output directory of this run")
     target.add_argument("--store", type=Path, metavar="DIR",
@@ -90,7 +93,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     remove_leftovers(args)
     require_inputs(args)
-    config = config_from_args(args)
+    config = with_keep_columns(config_from_args(args), args)
     if args.cache_dir is not None:
         check_output_dir(args.cache_dir)
     elif (cache := config.embedding_cache_dir) is not None and cache.is_file():

@@ -266,9 +266,10 @@ def extra_columns(
     dropped = [name for name in others if name not in wanted]
     if dropped:
         log.warning("%s: column(s) %s are not read: no canonical column reads them and the "
-                    "config's [columns] keep (pipeline.score: keep_columns) leaves them out "
-                    "(docs/input-formats.md, \"Other columns\"); name them in keep, or map one "
-                    "with --column CANONICAL=NAME", source, ", ".join(dropped))
+                    "config's [columns] keep (rag-eval --keep-columns; pipeline.score: "
+                    "keep_columns) leaves them out (docs/input-formats.md, \"Other columns\"); "
+                    "name them in keep, or map one with --column CANONICAL=NAME", source,
+                    ", ".join(dropped))
     return [name for name in wanted if name in others]
 
 
