@@ -71,10 +71,12 @@ def test_parse_markers(text, expected):
     assert pl.select(parse_citation_markers(pl.lit(text))).item().to_list() == expected
 
 
-@settings(max_examples=200, deadline=None)
+# Each example scores a whole batch of rows (a run costs about 0.3 s whatever its size): 25
+# batches of up to 80 rows cover as many (cited, gold) pairs as 200 batches of 10 did.
+@settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(
     st.lists(st.integers(1, 6), max_size=5), st.lists(st.integers(1, 6), max_size=5)
-), min_size=1, max_size=10))
+), min_size=1, max_size=80))
 def test_citation_metrics_equal_oracle(pairs):
     out = run([{"reference": "r", "response": "", "citations": p, "gold_citations": g}
                for p, g in pairs], metrics=("citation",))
