@@ -561,14 +561,41 @@ _READINGS = (("de", "de", True), ("fr", "fr", True), ("es", "es", True),
              ("comma", "en", True), ("en", "en", False))
 
 
+#: What :func:`as_digits` can rewrite in a lowercased text: an ASCII digit (the separator, scale
+#: and unit steps read only texts holding one), a Chinese digit character (the Chinese step),
+#: a number or scale word of any language's reading as a whole word (the word step's pattern
+#: for any language is part of this alternation) or one of the private-use marks (removed at
+#: the end). Every step leaves a text without any of them as it is, so such a text comes out
+#: lowercased and otherwise unchanged (tests/test_prefilters.py checks it on real texts).
+_REWRITTEN = (
+    f"[0-9{_HAN_CHARS}{_OPEN}{_CLOSE}{_SCALE}{_GROUP_OPEN}{_GROUP_CLOSE}]|"
+    + r"\b(?:" + _alternation(sorted({
+        word for lang in ("en", *_COMPOUND_ONES)
+        for word in (*cardinal_words(lang), *SCALES.get(lang, {}))
+    })) + r")\b"
+)
+
+
 def as_digits_series(text: pl.Series, lang: pl.Series) -> pl.Series:
     """:func:`as_digits` of a batch: each step is computed once, on the rows of its language
-    (an expression would repeat the shared steps in every branch)."""
+    (an expression would repeat the shared steps in every branch), and only on the rows that
+    hold something to rewrite (:data:`_REWRITTEN`); the others are lowercased alone."""
+    lowered = text.str.to_lowercase()
+    read = lowered.str.contains(_REWRITTEN).fill_null(False)
+    if read.all():
+        return _read_digits(lowered, lang).rename(text.name)
+    if not read.any():
+        return lowered
+    return lowered.scatter(read.arg_true(), _read_digits(lowered.filter(read), lang.filter(read)))
+
+
+def _read_digits(text: pl.Series, lang: pl.Series) -> pl.Series:
+    """:func:`as_digits_series` of lowercased texts, every step as the rows need it."""
     code = pl.col("lang").fill_null("en")
     reading = (pl.when(code.is_in(["de", "fr", "es"])).then(code)
                .when(code.is_in(DECIMAL_COMMA)).then(pl.lit("comma")).otherwise(pl.lit("en")))
     frame = pl.DataFrame({"text": text, "lang": lang}).with_row_index("_row").with_columns(
-        text=pl.col("text").str.to_lowercase(), reading=reading)
+        reading=reading)
     frame = frame.with_columns(text=_han_as_digits(pl.col("text")))
     parts = []
     for name, words, decimal_comma in _READINGS:

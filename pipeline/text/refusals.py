@@ -51,12 +51,13 @@ such as "Passage 2 describes the steps.") is not seen.
 ...          "The context does not mention any delays; the bridge opened in 1932.",
 ...          "Sorry, I couldn't find that information in the provided documents.",
 ...          "I don't know why people like it, but the capital is Paris.", "No Doubt"]
->>> pl.select(refuses(pl.Series(texts))).to_series().to_list()
+>>> pl.select(refuses(pl.lit(pl.Series(texts)))).to_series().to_list()
 [True, False, True, False, False]
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -663,6 +664,161 @@ _FILLER_SENTENCE = _any([p for rules in RULES.values() for p in rules.filler])
 FILLER_PATTERN = (rf"^(?:(?:{_PREFIX})[\s\p{{P}}]*)*(?:(?:{_FILLER_SENTENCE}))?[\s\p{{P}}]*$"
                   r"|[:：]$")
 
+# --- Pre-filter: the texts that may refuse ----------------------------------------------------
+# Every clause of a text is a substring of the text without citation markers, folded (the
+# clause ends only insert separators at whitespace and punctuation; the whitespace runs inside
+# a clause are whole runs of the text and fold alike). A clause that matches STRONG_PATTERN or
+# WEAK_PATTERN holds one of the strings that every match of that pattern holds (its factors,
+# read from the pattern below), so a text whose folded form holds none of them has no refusal
+# clause and does not refuse: the clause rule runs on the others alone.
+
+_CAP = 64
+_Set = frozenset[str]
+
+class _Info:
+    """What a regex piece is known to match: ``exact``, every string it matches (a small
+    finite set), or None; ``factors``, strings one of which every match holds, or None."""
+
+    def __init__(self, exact: _Set | None, factors: _Set | None) -> None:
+        self.exact = exact
+        self.factors = factors if factors is not None else (
+            exact if exact is not None and "" not in exact else None)
+
+
+def _product(sets: list[_Set]) -> _Set | None:
+    size = 1
+    for s in sets:
+        size *= len(s)
+    if size > _CAP:
+        return None
+    return frozenset("".join(p) for p in itertools.product(*sets))
+
+
+def _better(a: _Set | None, b: _Set | None) -> _Set | None:
+    def score(s: _Set) -> tuple[int, int]:
+        return (min(len(w) for w in s), -len(s))
+    if a is None or b is None:
+        return b if a is None else a
+    return a if score(a) >= score(b) else b
+
+
+class _Parser:
+    def __init__(self, pattern: str) -> None:
+        self.p, self.i = pattern, 0
+
+    def parse(self) -> _Info:
+        info = self._alternation()
+        if self.i != len(self.p):
+            raise ValueError(f"unparsed at {self.i}: {self.p[self.i:self.i + 20]!r}")
+        return info
+
+    def _alternation(self) -> _Info:
+        branches = [self._concat()]
+        while self.i < len(self.p) and self.p[self.i] == "|":
+            self.i += 1
+            branches.append(self._concat())
+        if len(branches) == 1:
+            return branches[0]
+        exact: _Set | None = None
+        if all(b.exact is not None for b in branches):
+            exact = frozenset().union(*(b.exact for b in branches if b.exact is not None))
+            exact = exact if len(exact) <= _CAP else None
+        factors = None
+        if all(b.factors is not None for b in branches):
+            factors = frozenset().union(*(b.factors for b in branches if b.factors is not None))
+        return _Info(exact, factors)
+
+    def _concat(self) -> _Info:
+        items: list[_Info] = []
+        while self.i < len(self.p) and self.p[self.i] not in "|)":
+            items.append(self._quantified())
+        best: _Set | None = None
+        run: list[_Set] = []
+
+        def close(run: list[_Set]) -> _Set | None:
+            whole = _product(run) if run else None
+            return whole if whole is not None and "" not in whole else None
+
+        for item in items:
+            best = _better(best, item.factors)
+            if item.exact is None:
+                best = _better(best, close(run))
+                run = []
+                continue
+            if _product([*run, item.exact]) is None:
+                best = _better(best, close(run))
+                run = []
+            run.append(item.exact)
+        best = _better(best, close(run))
+        exact = _product([i.exact for i in items if i.exact is not None]) if all(
+            i.exact is not None for i in items) else None
+        return _Info(exact, best)
+
+    def _quantified(self) -> _Info:
+        atom = self._atom()
+        p = self.p
+        if self.i < len(p) and p[self.i] in "?*+{":
+            c = p[self.i]
+            if c == "{":
+                end = p.index("}", self.i)
+                low = int(p[self.i + 1:end].split(",")[0])
+                self.i = end + 1
+            else:
+                low = 0 if c in "?*" else 1
+                self.i += 1
+            if self.i < len(p) and p[self.i] == "?":
+                self.i += 1
+            if c == "?" and atom.exact is not None:
+                return _Info(atom.exact | {""}, None)
+            return _Info(None, atom.factors if low >= 1 else None)
+        return atom
+
+    def _atom(self) -> _Info:
+        p = self.p
+        c = p[self.i]
+        if c == "(":
+            self.i += 3 if p.startswith("(?:", self.i) else 1
+            inner = self._alternation()
+            if p[self.i] != ")":
+                raise ValueError("unbalanced")
+            self.i += 1
+            return inner
+        if c == "[":
+            end = self.i + 2 + (p[self.i + 1] == "^")
+            while p[end] != "]":
+                end += 2 if p[end] == "\\" else 1
+            body = p[self.i + 1:end]
+            self.i = end + 1
+            plain = not body.startswith("^") and not any(ch in body for ch in "\\-[")
+            return _Info(frozenset(body) if plain else None, None)
+        if c in "^$":
+            self.i += 1
+            return _Info(frozenset({""}), None)
+        if c == ".":
+            self.i += 1
+            return _Info(None, None)
+        if c == "\\":
+            e = p[self.i + 1]
+            if e == "x":
+                self.i += 4
+                return _Info(frozenset({chr(int(p[self.i - 2:self.i], 16))}), None)
+            if e in "pP":
+                self.i = p.index("}", self.i) + 1
+                return _Info(None, None)
+            self.i += 2
+            if e.isalnum():
+                return _Info(None, None)
+            return _Info(frozenset({e}), None)
+        self.i += 1
+        return _Info(frozenset({c}), None)
+
+
+#: Strings one of which every match of STRONG_PATTERN or WEAK_PATTERN holds.
+REFUSAL_FACTORS: tuple[str, ...] = tuple(sorted(
+    _Parser(f"{STRONG_PATTERN}|{WEAK_PATTERN}").parse().factors or ()))
+if not REFUSAL_FACTORS:
+    raise ValueError("a refusal pattern matches without a required string")
+
 #: ``.!?`` (and closing quotes) before a space and what starts a sentence.
 _SENTENCE_END = r"""([.!?…]+["'”’)\]]*)\s+(\p{Lu}|\p{Nd}|["“‘(])"""
 #: Ends of clauses in any script: line breaks, semicolons, colons before a space, CJK terminals.
@@ -739,7 +895,31 @@ def _verdict(kind: pl.Expr) -> pl.Expr:
 def refuses(text: pl.Expr) -> pl.Expr:
     """Whether the text is a refusal (Boolean; null for a null text; rule 3 of the module
     docstring): it has a refusal clause and asserts nothing else, or its first clause that is
-    not filler declines the question itself."""
+    not filler declines the question itself. The clause rule reads only the texts that may
+    refuse (:func:`may_refuse`); the others are False."""
+    return text.map_batches(_refuses_batch, return_dtype=pl.Boolean, is_elementwise=True)
+
+
+def may_refuse(text: pl.Expr) -> pl.Expr:
+    """Whether the text holds one of :data:`REFUSAL_FACTORS` once folded: every text that
+    refuses does (the pre-filter above); null for a null text."""
+    return fold(text.str.replace_all(CITATION_MARKER, "")).str.contains_any(
+        list(REFUSAL_FACTORS))
+
+
+def _refuses_batch(text: pl.Series) -> pl.Series:
+    """:func:`refuses` of a batch: the clause rule on the rows :func:`may_refuse`."""
+    frame = pl.DataFrame({"text": text})
+    candidate = frame.select(may_refuse(pl.col("text")).fill_null(False)).to_series()
+    verdict = frame.select(pl.when(pl.col("text").is_not_null()).then(False)).to_series()
+    if candidate.any():
+        found = frame.filter(candidate).select(refuses_all(pl.col("text"))).to_series()
+        verdict = verdict.scatter(candidate.arg_true(), found)
+    return verdict.rename(text.name)
+
+
+def refuses_all(text: pl.Expr) -> pl.Expr:
+    """:func:`refuses` with the clause rule read on every text (no pre-filter)."""
     kinds = _pieces(text).list.eval(clause_kind(pl.element()))
     return kinds.list.eval(_verdict(pl.element())).list.first().fill_null(
         pl.when(text.is_not_null()).then(pl.lit(False))
