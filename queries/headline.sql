@@ -12,9 +12,9 @@
 -- baseline an answer with no supported sentence still scores, so read it beside overlap.
 -- `overall_score` is the overall composite (null when the composites did not run).
 -- Retrieval (docs/retrieval.md), null when the run has no such inputs: `answer_in_context` (rows
--- where a passage holds an answer), `context_recall`, and with relevance judgments trec_eval's
--- `recall_at_5`, `ndcg_at_10`, `reciprocal_rank` (MRR) and `average_precision` (MAP);
--- `answer_str_em` (ALCE STR-EM) reads long answers against short references.
+-- where a passage holds an answer) and, with relevance judgments, trec_eval's `recall_at_5` and
+-- `reciprocal_rank` (MRR); the other retrieval and context metrics and `answer_str_em` are in
+-- by_model (and the report's appendix).
 -- EM is in the appendix view headline_em, lexical and semantic scores in by_model. The signature
 -- says which configuration and version produced the numbers; compare rows only when it matches.
 with models as (
@@ -44,12 +44,8 @@ final as (
             when bm.n_idk_with_citation = 0 then 'ok'
         end as idk_check,
         bm.answer_in_context,
-        bm.context_recall,
         bm.recall_at_5,
-        bm.ndcg_at_10,
         bm.reciprocal_rank,
-        bm.average_precision,
-        bm.answer_str_em,
         bm.signature
     from models as bm
 )
