@@ -187,8 +187,8 @@ def test_headline_drops_all_null_columns(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if "answer_f1" in line)
     assert [cell.strip() for cell in header.strip("│┆ ").split("┆")] == [
-        "model", "n", "answer_f1", "answer_str_em"
-    ]  # the answer family; no faithfulness, overlap (nor its n_grounding), citation, cost,
+        "model", "n", "answer_f1"
+    ]  # no STR-EM (in by_model), faithfulness, overlap (nor its n_grounding), citation, cost,
     # latency, abstention, overall or retrieval columns
 
 

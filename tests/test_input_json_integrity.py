@@ -116,10 +116,13 @@ def test_lone_surrogates_in_a_json_array_reject_their_rows(tmp_path: Path) -> No
     check_surrogates(load(write(tmp_path, "s.json", array)))
 
 
-def test_a_surrogate_in_a_column_that_is_not_read_is_ignored(tmp_path: Path) -> None:
+def test_a_surrogate_in_a_column_that_is_not_scored_is_kept_as_its_escape(tmp_path: Path) -> None:
     path = write(tmp_path, "s.jsonl", f'{{"id": "q1", {ROW}, "response": "P", "x": "\\ud800"}}\n')
     validated = load(path)
     assert validated.records["id"].to_list() == ["q1"] and validated.rejected.height == 0
+    # The reader keeps the column as JSON text: the value's escape, nothing lost.
+    assert read_records(path, Config(), None)["x"].to_list() == ['"\\ud800"']
+    assert "x" not in read_records(path, Config(), ()).columns
 
 
 def test_a_surrogate_under_a_mapped_name_is_named_canonically(tmp_path: Path) -> None:

@@ -1160,12 +1160,25 @@ def _objects_frame(
 
 def _extra_series(name: str, values: list[Any]) -> pl.Series:
     """A kept JSON key as polars infers it from its values, or its values as JSON text when
-    they have no one dtype (``1`` and ``"a"``)."""
+    they have no one dtype (``1`` and ``"a"``) or hold text that is not valid Unicode (a lone
+    surrogate, kept as its ``\\ud800`` escape rather than lost)."""
     try:
         return pl.Series(name, values, strict=True)
-    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-        return pl.Series(name, [None if v is None else json.dumps(v, ensure_ascii=False)
-                                for v in values], pl.String)
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError,
+            pl.exceptions.PolarsError):
+        return pl.Series(name, [None if v is None else _json_text(v) for v in values],
+                         pl.String)
+
+
+def _json_text(value: object) -> str:
+    """``value`` as JSON text, non-ASCII characters as written unless some text of it is not
+    valid Unicode (then every non-ASCII character escaped)."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
 
 
 def squad_answer_texts(value: object) -> list[str] | None:
