@@ -63,20 +63,40 @@ def _positions(inputs: Inputs) -> pl.Expr:
         run, return_dtype=dtype)
 
 
+#: A reference of at most this many words and one sentence is one short answer: its context
+#: recall is whether a passage holds it (``answer_in_context``), not the claim rule's.
+SHORT_ANSWER_WORDS = 10
+
+
+def is_short_answer(reference: pl.Expr) -> pl.Expr:
+    """Whether ``reference`` is one short answer (:data:`SHORT_ANSWER_WORDS`, no sentence end
+    inside).
+
+    >>> pl.select(is_short_answer(pl.Series(["Paris", "It opened in 1889. It is tall."]))
+    ...           ).to_series().to_list()
+    [True, False]
+    """
+    words = reference.str.count_matches(r"\S+")
+    return (words <= SHORT_ANSWER_WORDS) & ~reference.str.contains(r"[.!?。！？]\s*\S")
+
+
 def _reference_grounding(inputs: Inputs) -> pl.Expr:
-    """The grounding counts of the reference read as a response: its claims the passages
-    support (the evidence rule of docs/grounding.md)."""
+    """The grounding counts of a longer reference read as a response: its claims the
+    passages support (the evidence rule of docs/grounding.md); null for one short answer."""
     embedder = inputs.require_embedder()
     config = inputs.config
     dtype = pl.Struct({"n_sentences": pl.Int64(), "n_supported": pl.Int64()})
 
     def run(batch: pl.Series) -> pl.Series:
+        frame = batch.struct.unnest().with_row_index("_r")
+        longer = frame.filter(~is_short_answer(pl.col("response").fill_null("")))
         counts = grounding.grounding_counts(
-            batch.struct.unnest(), embedder, rule=config.grounding_rule,
+            longer.drop("_r"), embedder, rule=config.grounding_rule,
             tau_sim=config.tau_sim, tau_lex=config.tau_lex,
             abstention_phrases=config.abstention_phrases,
-        )
-        return counts.select("n_sentences", "n_supported").to_struct(_REFERENCE_GROUNDING)
+        ).select("n_sentences", "n_supported").with_columns(longer["_r"])
+        return frame.select("_r").join(counts, on="_r", how="left", maintain_order="left") \
+            .select("n_sentences", "n_supported").to_struct(_REFERENCE_GROUNDING)
 
     return pl.struct(
         pl.col("reference").alias("response"), "contexts", "question", "lang"
@@ -114,9 +134,12 @@ def _str_em(_: Inputs) -> pl.Expr:
 
 def _context_recall(_: Inputs) -> pl.Expr:
     n = _field(_REFERENCE_GROUNDING, "n_sentences")
-    applicable = (pl.col("contexts").list.len() > 0) & (pl.col("unanswerable") == 0) & (n > 0)
+    applicable = (pl.col("contexts").list.len() > 0) & (pl.col("unanswerable") == 0)
+    claims = _field(_REFERENCE_GROUNDING, "n_supported").cast(pl.Float64) / n.cast(pl.Float64)
     return pl.when(applicable).then(
-        _field(_REFERENCE_GROUNDING, "n_supported").cast(pl.Float64) / n.cast(pl.Float64))
+        pl.when(n.is_null()).then(pl.col("answer_in_context").cast(pl.Float64))
+        .when(n > 0).then(claims)
+    )
 
 
 def _failure_stage(_: Inputs) -> pl.Expr:
@@ -163,8 +186,10 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "context_recall", "context", _context_recall, pl.Float64(),
         "Share of the reference's claims that the passages support (the grounding evidence "
-        "rule; RAGAS context recall without an LLM); null without passages or claims.",
-        needs=(_REFERENCE_GROUNDING, "unanswerable", NEEDS_EMBEDDER), nullable=True,
+        "rule; RAGAS context recall without an LLM); a one-short-answer reference: "
+        "answer_in_context. Null without passages or claims.",
+        needs=(_REFERENCE_GROUNDING, "unanswerable", "answer_in_context", NEEDS_EMBEDDER),
+        nullable=True,
     ),
     MetricSpec(
         "answer_str_em", "answer", _str_em, pl.Float64(),
