@@ -1,0 +1,63 @@
+"""Polars string columns as Arrow buffers for compiled kernels, and kernel results back.
+
+A string column becomes ``(offsets, data, valid)``: ``int64`` offsets of length ``n + 1`` into
+``data`` (the UTF-8 bytes, ``uint8``) and a ``bool`` validity mask (False where the value is
+null). Views of the Arrow memory where Arrow allows it, so a kernel reads the column in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+#: Decorator of every kernel: compiled without the interpreter, cached on disk.
+kernel = numba.njit(cache=True, nogil=True)
+
+_EMPTY_BYTES = np.zeros(0, dtype=np.uint8)
+
+
+def string_buffers(column: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(offsets, data, valid)`` of a String column (one chunk; nulls have empty spans)."""
+    array: Any = column.cast(pl.String).rechunk().to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.type != pa.large_string():
+        array = array.cast(pa.large_string())
+    n = len(array)
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64, count=n + 1 + array.offset)
+    offsets = offsets[array.offset :]
+    data = _EMPTY_BYTES if data_buffer is None else np.frombuffer(data_buffer, dtype=np.uint8)
+    valid = (
+        np.ones(n, dtype=np.bool_)
+        if array.null_count == 0
+        else array.is_valid().to_numpy(zero_copy_only=False)
+    )
+    return offsets, data, valid
+
+
+def strings_from_buffers(
+    name: str, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None
+) -> pl.Series:
+    """A String column from kernel output buffers (``valid`` False gives null)."""
+    mask = None
+    if valid is not None and not bool(valid.all()):
+        mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    array = pa.LargeStringArray.from_buffers(
+        len(offsets) - 1,
+        pa.py_buffer(offsets.astype(np.int64, copy=False)),
+        pa.py_buffer(data),
+        mask,
+    )
+    return pl.Series(name, array, dtype=pl.String)
+
+
+def with_nulls(name: str, values: np.ndarray, valid: np.ndarray) -> pl.Series:
+    """``values`` (a numpy array of numbers) as a polars column, null where ``valid`` is False."""
+    if bool(valid.all()):
+        return pl.Series(name, values)
+    return pl.Series(name, pa.array(values, mask=~valid))
