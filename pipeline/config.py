@@ -147,6 +147,10 @@ DEFAULT_GROUNDING_RULE = "evidence"
 #: Rule ``evidence``: least share of a claim's new content words found in its passage for the
 #: words alone to support it (below it, the cosine decides).
 DEFAULT_TAU_LEX = 0.5
+#: ``[retrieval] k``: the cut-offs of precision/recall/hit/nDCG at k (docs/retrieval.md).
+DEFAULT_RETRIEVAL_K: tuple[int, ...] = (1, 3, 5, 10)
+#: The largest cut-off ``[retrieval] k`` takes.
+MAX_RETRIEVAL_K = 1000
 #: Version of the ``evidence`` rule in the signature (its units and checks, docs/grounding.md).
 GROUNDING_RULE_VERSION = "v2"
 #: The same threshold calibrated for the ``static`` backend, its default: the τ whose decisions
@@ -343,6 +347,8 @@ class Config:
     grounding_rule: str = ""
     #: Rule ``evidence``: least share of new content words in the passage (:data:`DEFAULT_TAU_LEX`).
     tau_lex: float = DEFAULT_TAU_LEX
+    #: ``[retrieval] k``: cut-offs of the ``*_at_{k}`` retrieval measures, ascending.
+    retrieval_k: tuple[int, ...] = DEFAULT_RETRIEVAL_K
     #: Replacement stopword list and synonym table for keyword metrics (None: bundled files).
     stopwords_file: Path | None = None
     synonyms_file: Path | None = None
@@ -417,6 +423,15 @@ class Config:
             )
         if not (math.isfinite(self.tau_lex) and 0.0 <= self.tau_lex <= 1.0):
             raise ConfigError(f"[grounding] tau_lex must be in [0, 1], got {self.tau_lex}")
+        if not self.retrieval_k or any(
+            isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_RETRIEVAL_K
+            for k in self.retrieval_k
+        ):
+            raise ConfigError(
+                f"[retrieval] k must be a non-empty list of integers from 1 to "
+                f"{MAX_RETRIEVAL_K}, got {list(self.retrieval_k)}"
+            )
+        object.__setattr__(self, "retrieval_k", tuple(sorted(set(self.retrieval_k))))
         if self.embedding_batch_size < 1:
             raise ConfigError("[embedding] batch_size must be a positive integer")
         if self.embedding_batch_tokens < 256:
@@ -666,6 +681,9 @@ def load_config(
         tau_sim = 0.65             # default: the backend's calibrated value
         rule = "evidence"          # or "cosine" (the core RAG tool's; preset core-rag)
         tau_lex = 0.5              # rule evidence: share of new content words in the passage
+
+        [retrieval]                # with context_ids / relevant_ids (docs/retrieval.md)
+        k = [1, 3, 5, 10]          # cut-offs of precision/recall/hit/ndcg_at_{k}
 
         [rgb]                      # RGB robustness suite (docs/rgb.md)
         mode = "flexible"          # or "strict", or "official" (the benchmark script's rules)
@@ -995,4 +1013,11 @@ def _parse_scoring_sections(data: Mapping[str, Any], path: Path) -> dict[str, An
             values[key] = _number(path, f"[grounding] {key}", grounding[key])
     if "rule" in grounding:
         values["grounding_rule"] = _typed(path, "[grounding] rule", grounding["rule"], str)
+
+    retrieval = _section(data, "retrieval", {"k"}, path)
+    if "k" in retrieval:
+        ks = retrieval["k"]
+        if not isinstance(ks, list):
+            raise ConfigError(f"{path}: [retrieval] k must be a list of integers, got {ks!r}")
+        values["retrieval_k"] = tuple(ks)
     return values
