@@ -622,7 +622,7 @@ class Config:
 
 
 _SECTIONS = {"columns", "abstention", "answer", "metrics", "lexical", "keywords", "embedding",
-             "grounding", "composite", "rgb", "compat", "plugins"}
+             "grounding", "composite", "rgb", "compat", "plugins", "retrieval"}
 #: Keys of a ``[metrics.NAME]`` table (docs/custom-metrics.md).
 _USER_METRIC_KEYS = {"sql", "kind", "description", "higher_is_better", "lower", "upper"}
 
