@@ -66,6 +66,7 @@ from pipeline.io.layout import (
 from pipeline.io.partitioned import partitions_sql
 from pipeline.io.sql import sql_literal
 from pipeline.metrics import registry
+from pipeline.metrics.retrieval import retrieval_specs
 from pipeline.metrics.spec import MetricSpec
 from pipeline.metrics.user import KIND_DTYPES, USER_FAMILY, declared_spec, scores_catalog
 from pipeline.query import (  # noqa: F401 - the read path's names, re-exported from here
@@ -319,8 +320,9 @@ def headline_columns(headline: pl.DataFrame) -> list[str]:
 
 
 def user_metrics_of(out_dir: Path) -> tuple[MetricSpec, ...]:
-    """The user-defined metrics of an output directory (the columns of its scores that no
-    registered metric has) or of a results store (those its runs' manifests define)."""
+    """The metrics of an output directory beyond the registry: user-defined ones (the columns
+    of its scores that no registered metric has) and retrieval measures at the cut-offs its
+    config chose (``[retrieval] k``); of a results store, those its runs' manifests define."""
     if not is_store(out_dir):
         scores = out_dir / SCORES_FILE
         if not scores.is_file():
@@ -331,12 +333,17 @@ def user_metrics_of(out_dir: Path) -> tuple[MetricSpec, ...]:
             first = pl.scan_parquet(scores).select("signature").head(1).collect()
             signatures = [s for s in first["signature"].to_list() if s]
         catalog = scores_catalog(schema, signatures)
-        return tuple(spec for spec in catalog.values() if spec.family == USER_FAMILY)
+        return tuple(spec for spec in catalog.values()
+                     if spec.family == USER_FAMILY or spec.name not in registry.REGISTRY)
     specs: dict[str, MetricSpec] = {}
     for manifest in store_runs(out_dir).committed:  # damaged runs are left out (and warned)
         config = manifest.get("config")
         if not isinstance(config, dict):
             continue
+        for k in config.get("retrieval_k") or ():
+            for spec in retrieval_specs.at_k_specs([k]) if isinstance(k, int) else ():
+                if spec.name not in registry.REGISTRY:
+                    specs[spec.name] = spec
         for entry in config.get("user_metrics") or ():
             if isinstance(entry, dict) and entry.get("kind") in KIND_DTYPES:
                 specs[entry["name"]] = declared_spec(

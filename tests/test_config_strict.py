@@ -37,6 +37,7 @@ TYPOS = {
     "rgb": ("mod", "mode"),
     "compat": ("presett", "preset"),
     "plugins": ("module", "modules"),
+    "retrieval": ("kk", "k"),
 }
 
 

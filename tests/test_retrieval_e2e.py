@@ -110,3 +110,51 @@ def test_the_report_shows_where_answers_fail(rgb_out: Path) -> None:
         assert (n, generation, grounding, abstention, none) == (20, 0, 0, 0, 0), model
         assert retrieval + correct == 100 and retrieval > 0, model
     assert '<a href="#failure-stages">' in html
+
+
+def test_configured_cut_offs_replace_the_default_ones_everywhere(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = tmp_path / "records.jsonl"
+    ranked = [f"d{i}" for i in range(1, 13)]
+    pl.DataFrame({
+        "id": ["a", "b"], "question": ["q"] * 2, "reference": ["Paris"] * 2,
+        "response": ["Paris."] * 2, "contexts": [[f"passage {i}" for i in range(12)]] * 2,
+        "context_ids": [ranked, ranked],
+        "relevant_ids": [["d2", "d12"], ["d1", "d30"]],
+        "model": ["m1", "m2"],
+    }).write_ndjson(records)
+    config = tmp_path / "rag-eval.toml"
+    config.write_text("[retrieval]\nk = [20, 2]\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["evaluate", "--input", str(records), "--out", str(out), "--config",
+                 str(config), "--metrics", "retrieval", "--no-progress"]) == 0
+    capsys.readouterr()
+    scores = pl.read_parquet(out / "scores.parquet").sort("id")
+    assert "precision_at_5" not in scores.columns and "ndcg_at_1" not in scores.columns
+    # a: relevant at ranks 2 and 12; b: at rank 1, and d30 never retrieved (counts, as in
+    # trec_eval: recall over the judged relevant documents).
+    assert scores["precision_at_2"].to_list() == [0.5, 0.5]
+    assert scores["recall_at_2"].to_list() == [0.5, 0.5]
+    assert scores["precision_at_20"].to_list() == [0.1, 0.05]
+    assert scores["recall_at_20"].to_list() == [1.0, 0.5]
+    assert scores["hit_at_2"].to_list() == [1.0, 1.0]
+    by_model = run_query(out, "select model, precision_at_20 from by_model order by model")
+    assert by_model["precision_at_20"].to_list() == [0.1, 0.05]
+    intervals = pl.read_parquet(out / "intervals.parquet")
+    assert {"precision_at_2", "ndcg_at_20"} <= set(intervals["metric"])
+    assert "precision_at_5" not in set(intervals["metric"])
+    assert main(["query", str(out), "select avg(recall_at_20) as r from scores"]) == 0
+    assert "0.75" in capsys.readouterr().out
+
+
+def test_a_bad_cut_off_is_refused_with_the_config_named(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "rag-eval.toml"
+    config.write_text("[retrieval]\nk = [0, 5]\n", encoding="utf-8")
+    plain = tmp_path / "plain.jsonl"
+    pl.DataFrame({"id": ["a"], "question": ["q"], "reference": ["Paris"],
+                  "response": ["Paris."]}).write_ndjson(plain)
+    assert main(["evaluate", "--input", str(plain), "--out", str(tmp_path / "out"),
+                 "--config", str(config), "--no-progress"]) != 0
+    assert "[retrieval] k must be a non-empty list of integers from 1 to 1000" in \
+        capsys.readouterr().err

@@ -380,6 +380,7 @@ def check_needs(specs: Iterable[MetricSpec]) -> dict[str, MetricSpec]:
 
 
 REGISTRY: dict[str, MetricSpec] = check_needs(_SPECS)
+_SPECS_AT_K = tuple(spec.name for spec in _SPECS if retrieval_specs.at_k_spec(spec.name))
 FAMILIES: dict[str, tuple[str, ...]] = {}
 for _spec in _SPECS:
     FAMILIES[_spec.family] = (*FAMILIES.get(_spec.family, ()), _spec.name)
@@ -389,17 +390,38 @@ class UnknownMetricError(ValueError):
     """A requested metric or family does not exist."""
 
 
+def with_cutoffs(ks: Sequence[int]) -> tuple[MetricSpec, ...]:
+    """The registered specs with the ``*_at_{k}`` retrieval measures of the cut-offs ``ks``
+    (``[retrieval] k``) in place of the default ones.
+
+    >>> [s.name for s in with_cutoffs([2]) if s.name.endswith("_at_2")]
+    ['precision_at_2', 'recall_at_2', 'hit_at_2', 'ndcg_at_2']
+    """
+    if tuple(ks) == retrieval_specs.KS:
+        return _SPECS
+    specs: list[MetricSpec] = []
+    for spec in _SPECS:
+        if retrieval_specs.at_k_spec(spec.name) is None:
+            specs.append(spec)
+        elif spec.name == _SPECS_AT_K[0]:
+            specs.extend(retrieval_specs.at_k_specs(ks))
+    return tuple(specs)
+
+
 def resolve(
-    selection: Iterable[str] | None, extra: Sequence[MetricSpec] = ()
+    selection: Iterable[str] | None, extra: Sequence[MetricSpec] = (),
+    *, ks: Sequence[int] = retrieval_specs.KS,
 ) -> tuple[MetricSpec, ...]:
     """Specs for the named metrics or families plus the metrics they need, in registry order,
-    then ``extra`` (user-defined metrics, family ``user``, :mod:`pipeline.metrics.user`)."""
-    specs = (*_SPECS, *extra)
+    then ``extra`` (user-defined metrics, family ``user``, :mod:`pipeline.metrics.user`); the
+    retrieval measures at the cut-offs ``ks``."""
+    builtin = with_cutoffs(ks)
+    specs = (*builtin, *extra)
     if selection is None:
         return specs
-    by_name = {**REGISTRY, **{spec.name: spec for spec in extra}}
-    families = {**FAMILIES}
-    for spec in extra:
+    by_name = {spec.name: spec for spec in specs}
+    families: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
         families[spec.family] = (*families.get(spec.family, ()), spec.name)
     wanted: set[str] = set()
     for name in selection:

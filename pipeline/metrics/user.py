@@ -42,6 +42,7 @@ import polars as pl
 
 from pipeline.config import Config, ConfigError, UserMetricDef, did_you_mean
 from pipeline.metrics import registry
+from pipeline.metrics.retrieval import retrieval_specs
 from pipeline.metrics.spec import Inputs, Kind, MetricSpec
 from pipeline.schema import KEY_COLUMNS, RECORD_SCHEMA
 
@@ -492,7 +493,7 @@ def resolve(config: Config, selection: Iterable[str] | None = None,
                 "the family 'user' selects no metric: no user-defined metric is defined "
                 "([metrics.NAME] in the config, --plugin, or an installed package)"
             )
-    return registry.resolve(chosen, extra=extra)
+    return registry.resolve(chosen, extra=extra, ks=config.retrieval_k)
 
 
 def is_user_metric(spec: MetricSpec) -> bool:
@@ -523,6 +524,10 @@ def scores_catalog(
                     kind, {"up": True, "down": False}.get(arrow), identity
                 )
     catalog = {name: spec for name, spec in registry.REGISTRY.items() if name in schema}
+    for name in schema:  # retrieval measures at cut-offs a config chose ([retrieval] k)
+        spec = None if name in catalog else retrieval_specs.at_k_spec(name)
+        if spec is not None:
+            catalog[name] = spec
     by_dtype = {str(dtype): kind for kind, dtype in KIND_DTYPES.items()}
     for name, dtype in schema.items():
         if name in catalog or name in NON_METRIC_COLUMNS or name.startswith("_"):

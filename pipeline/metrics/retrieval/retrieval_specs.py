@@ -5,6 +5,9 @@ judgments) and ``context`` (is the answer in what was retrieved; where the row f
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 import polars as pl
 
 from pipeline.metrics.embedding import grounding
@@ -16,8 +19,10 @@ _POSITIONS = "_answer_positions"
 _REFERENCE_GROUNDING = "_reference_grounding"
 #: The intermediate groups :func:`intermediates` knows.
 INTERMEDIATE_GROUPS: frozenset[str] = frozenset({_RANKING, _POSITIONS, _REFERENCE_GROUNDING})
-#: The cut-offs of the registered ``_at_k`` measures.
+#: The cut-offs of the registered ``_at_k`` measures (a config's ``[retrieval] k`` replaces them
+#: in its runs: :func:`at_k_specs`).
 KS = trec.DEFAULT_KS
+_AT_K_NAME = re.compile(r"(precision|recall|hit|ndcg)_at_([1-9][0-9]*)")
 
 
 def ranked_ids() -> pl.Expr:
@@ -38,13 +43,14 @@ def relevant_ids() -> pl.Expr:
                        .otherwise(by_number))
 
 
-def _ranking(_: Inputs) -> pl.Expr:
-    names = [*trec.measure_names(KS), "n_relevant", "n_retrieved"]
+def _ranking(inputs: Inputs) -> pl.Expr:
+    ks = inputs.config.retrieval_k
+    names = [*trec.measure_names(ks), "n_relevant", "n_retrieved"]
     dtype = pl.Struct({name: pl.Int64() if name.startswith("n_") else pl.Float64()
                        for name in names})
 
     def run(batch: pl.Series) -> pl.Series:
-        return trec.ranking_measures(batch.struct.unnest(), KS).to_struct(_RANKING)
+        return trec.ranking_measures(batch.struct.unnest(), ks).to_struct(_RANKING)
 
     return pl.struct(
         ranked_ids().alias("ranked_ids"), relevant_ids().alias("relevant_ids"), "relevance",
@@ -158,9 +164,33 @@ _DESCRIPTIONS = {
     "ndcg": "nDCG of the first {k}, gain = grade (trec_eval ndcg_cut_{k}).",
 }
 
+
+def at_k_specs(ks: Sequence[int]) -> tuple[MetricSpec, ...]:
+    """The ``*_at_{k}`` measures for the cut-offs ``ks`` (``[retrieval] k``), measure by measure.
+
+    >>> [spec.name for spec in at_k_specs([2])]
+    ['precision_at_2', 'recall_at_2', 'hit_at_2', 'ndcg_at_2']
+    """
+    return tuple(_measure(f"{name}_at_{k}", text.format(k=k))
+                 for name, text in _DESCRIPTIONS.items() for k in ks)
+
+
+def at_k_spec(name: str) -> MetricSpec | None:
+    """The spec of the measure ``name`` when it is an ``*_at_{k}`` column, else None (a scores
+    table of a run with other cut-offs is read with it).
+
+    >>> at_k_spec("ndcg_at_20").family, at_k_spec("answer_f1")
+    ('retrieval', None)
+    """
+    match = _AT_K_NAME.fullmatch(name)
+    if match is None:
+        return None
+    measure, k = match.groups()
+    return _measure(name, _DESCRIPTIONS[measure].format(k=k))
+
+
 SPECS: tuple[MetricSpec, ...] = (
-    *(_measure(f"{name}_at_{k}", text.format(k=k))
-      for name, text in _DESCRIPTIONS.items() for k in KS),
+    *at_k_specs(KS),
     _measure("reciprocal_rank", "1 / rank of the first relevant passage, 0 when none is "
                                 "retrieved (trec_eval recip_rank)."),
     _measure("average_precision", "Precision at each relevant passage retrieved, summed over "
