@@ -545,7 +545,8 @@ def test_lazy_input_and_passes_do_not_change_results(exact_max_ids, monkeypatch)
     options = {"resamples": 200, "seed": 5, "exact_max_ids": exact_max_ids, "buckets": 64}
     eager = (interval_table(frame, **options), comparison_table(frame, **options))
     lazy = (interval_table(frame.lazy(), **options), comparison_table(frame.lazy(), **options))
-    monkeypatch.setattr(pipeline.stats, "PASS_ROWS", 100)  # several passes over the clusters
+    # several passes over the clusters
+    monkeypatch.setattr(pipeline.stats.budgets, "PASS_ROWS", 100)
     passes = (interval_table(frame, **options), comparison_table(frame, **options))
     for got, want in zip(lazy, eager, strict=True):
         assert got.equals(want)

@@ -225,7 +225,7 @@ CHILD = textwrap.dedent("""
             if Path(dst) == out / st.INTERVALS_FILE:
                 os.kill(os.getpid(), signal.SIGKILL)
         os.replace = killing_replace
-    st._FRAME_ROWS = 16  # many row groups
+    st.budgets.FRAME_ROWS = 16  # many row groups
     st.write_stats(out, seed=5, resamples=20)
 """)
 

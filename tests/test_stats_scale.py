@@ -175,7 +175,8 @@ def test_blocks_of_one_model_equal_one_block(regime, monkeypatch) -> None:
     options = {"resamples": 300, "seed": 2, "by": ["question_type,noise_level"], **regime,
                "max_all_pairs": 3}
     whole = both_tables(frame, **options)
-    monkeypatch.setattr(pipeline.stats, "_BLOCK_BYTES", 1)  # one model, pair or group a block
+    # one model, pair or group a block
+    monkeypatch.setattr(pipeline.stats.budgets, "BLOCK_BYTES", 1)
     for got, want in zip(both_tables(frame, **options), whole, strict=True):
         assert_frame_equal(got, want)
 
@@ -186,9 +187,9 @@ def test_sparse_sums_equal_dense_sums(regime, monkeypatch) -> None:
     regime bit for bit where every cell has two clusters or more, else to rounding)."""
     frame = generated(3, 30, seed=11, categories=5)
     options = {"resamples": 200, "seed": 9, "by": ["question_type"], **regime}
-    monkeypatch.setattr(pipeline.stats, "_DENSE_CELLS", 2**40)
+    monkeypatch.setattr(pipeline.stats.budgets, "DENSE_CELLS", 2**40)
     dense = both_tables(frame, **options)
-    monkeypatch.setattr(pipeline.stats, "_DENSE_CELLS", 0)
+    monkeypatch.setattr(pipeline.stats.budgets, "DENSE_CELLS", 0)
     sparse = both_tables(frame, **options)
     for got, want in zip(sparse, dense, strict=True):
         assert_frame_equal(got, want, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
@@ -202,7 +203,8 @@ def test_gathered_buckets_close_to_dense_columns(ratio, monkeypatch) -> None:
     frame = generated(3, 40, seed=5, categories=8)
     options = {"resamples": 300, "seed": 1, "exact_max_ids": 4, "buckets": 1024}
     want = both_tables(frame, **options)
-    monkeypatch.setattr(pipeline.stats, "_SPARSE_RATIO", ratio)  # 1: all dense; big: gathered
+    # 1: all dense; big: gathered
+    monkeypatch.setattr(pipeline.stats.budgets, "SPARSE_RATIO", ratio)
     for got, expected in zip(both_tables(frame, **options), want, strict=True):
         assert_frame_equal(got, expected, check_exact=False, rel_tol=1e-9, abs_tol=1e-12)
 
@@ -219,8 +221,8 @@ def test_a_group_does_not_depend_on_the_other_groups() -> None:
 def test_streamed_files_equal_the_tables_in_order(tmp_path: Path, monkeypatch) -> None:
     frame = generated(4, 20, seed=8)
     frame.write_parquet(tmp_path / "scores.parquet")
-    monkeypatch.setattr(pipeline.stats, "_FRAME_ROWS", 7)  # many frames and row groups
-    monkeypatch.setattr(pipeline.stats, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(pipeline.stats.budgets, "FRAME_ROWS", 7)  # many frames and row groups
+    monkeypatch.setattr(pipeline.stats.budgets, "BLOCK_BYTES", 1)
     options = {"resamples": 50, "seed": 6, "by": ["question_type"]}
     summary = write_stats(tmp_path, **options)
     intervals = pl.read_parquet(summary.intervals_path)
@@ -240,7 +242,7 @@ def test_one_sweep_of_passes_for_both_tables(exact_max_ids, tmp_path: Path,
     """Above PASS_ROWS rows, both tables from one sweep of the passes: as each on its own."""
     frame = generated(3, 40, seed=6)
     frame.write_parquet(tmp_path / "scores.parquet")
-    monkeypatch.setattr(pipeline.stats, "PASS_ROWS", 50)  # 240 rows: 5 passes
+    monkeypatch.setattr(pipeline.stats.budgets, "PASS_ROWS", 50)  # 240 rows: 5 passes
     options = {"resamples": 100, "seed": 1, "exact_max_ids": exact_max_ids, "buckets": 64}
     summary = write_stats(tmp_path, **options)
     assert_frame_equal(pl.read_parquet(summary.intervals_path), interval_table(frame, **options))
@@ -255,7 +257,7 @@ def test_many_categories_in_blocks(monkeypatch) -> None:
     whole = both_tables(frame, **options)
     assert whole[0].filter(slice="category")["category"].n_unique() == 2_000
     assert whole[1].filter(slice="category").height == 2_000 * 3
-    monkeypatch.setattr(pipeline.stats, "_BLOCK_BYTES", 2**16)
+    monkeypatch.setattr(pipeline.stats.budgets, "BLOCK_BYTES", 2**16)
     for got, want in zip(both_tables(frame, **options), whole, strict=True):
         assert_frame_equal(got, want)
 
