@@ -10,9 +10,9 @@ from pipeline.text.charclasses import (
     space_class,
     word_class,
 )
+from pipeline.text.kernels.squad import squad_tokens_batch
 from pipeline.text.normalize import (
     ascii_lower_remove_punctuation,
-    by_ascii,
     python_lower,
     squad_core,
 )
@@ -49,14 +49,28 @@ def squad_tokens(text: pl.Expr) -> pl.Expr:
     """``get_tokens`` of the official SQuAD v2 script: ``normalize_answer(s).split()``.
 
     The tokens joined by single spaces equal ``normalize_answer(s)``, so two texts have equal
-    normalizations exactly when their token lists are equal. ASCII rows take
-    :func:`squad_tokens_ascii`, the others :func:`squad_tokens_unicode`.
+    normalizations exactly when their token lists are equal. Pure ASCII rows are tokenized by a
+    compiled kernel over the column's buffers (:mod:`pipeline.text.kernels.squad`, equal to
+    :func:`squad_tokens_ascii`), the others by :func:`squad_tokens_unicode`.
 
     >>> import polars as pl
     >>> pl.select(squad_tokens(pl.lit("The cat, the hat."))).item().to_list()
     ['cat', 'hat']
     """
-    return by_ascii(text, squad_tokens_ascii, squad_tokens_unicode)
+    return text.map_batches(
+        _squad_tokens_batch, return_dtype=pl.List(pl.String), is_elementwise=True
+    )
+
+
+def _squad_tokens_batch(text: pl.Series) -> pl.Series:
+    tokens, wide = squad_tokens_batch(text)
+    if not wide.any():
+        return tokens
+    # The rows with a non-ASCII character, by the full rules (the others null to them).
+    frame = pl.DataFrame({"text": text, "tokens": tokens, "wide": wide})
+    wide_text = pl.when(pl.col("wide")).then(pl.col("text"))
+    routed = pl.when(pl.col("wide")).then(squad_tokens_unicode(wide_text))
+    return frame.select(routed.otherwise(pl.col("tokens"))).to_series().alias(text.name)
 
 
 def squad_tokens_unicode(text: pl.Expr) -> pl.Expr:
@@ -81,7 +95,8 @@ _ASCII_TOKEN = f"(?:[^{_W}{ASCII_SPACE_CLASS}]|{_KEPT_WORD})+"
 
 
 def squad_tokens_ascii(text: pl.Expr) -> pl.Expr:
-    """:func:`squad_tokens` for pure ASCII text, with one regex pass for articles and splitting.
+    """:func:`squad_tokens` for pure ASCII text as polars expressions, with one regex pass for
+    articles and splitting (the ASCII kernel's expression twin, kept as its reference).
 
     On ASCII text, lowercasing and removing punctuation is one per-character substitution
     (:func:`~pipeline.text.normalize.ascii_lower_remove_punctuation`) that keeps the text ASCII;

@@ -16,43 +16,33 @@ Conventions (all from the official script):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from pipeline.metrics.common import flag
-
-_EMPTY_TOKENS = pl.lit([], dtype=pl.List(pl.String))
-
-
-def _has_repeats(tokens: pl.Expr) -> pl.Expr:
-    return tokens.list.n_unique() < tokens.list.len()
-
-
-def _occurrence_tagged(tokens: pl.Expr) -> pl.Expr:
-    """Each token suffixed with its occurrence number, so a set of tags is the token multiset."""
-    element = pl.element()
-    occurrence = element.cum_count().over(element).cast(pl.String)
-    return tokens.list.eval(element + "\x00" + occurrence)
+from pipeline.text.kernels.squad import multiset_overlap_batch
 
 
 def multiset_overlap(left: pl.Expr, right: pl.Expr) -> pl.Expr:
-    """Size of the multiset intersection of two token lists.
+    """Size of the multiset intersection of two token lists (Int64; null where either is null).
 
-    Equals ``sum((Counter(a) & Counter(b)).values())`` of the official script.
-
-    When either side has no repeated token the plain set intersection has the same size; only
-    rows where both sides repeat a token pay for occurrence tagging.
+    Equals ``sum((Counter(a) & Counter(b)).values())`` of the official script; computed by a
+    compiled kernel over both columns' buffers (:mod:`pipeline.text.kernels.squad`).
 
     >>> import polars as pl
     >>> frame = pl.DataFrame({"a": [["x", "x", "y"]], "b": [["x", "x", "x"]]})
     >>> frame.select(multiset_overlap(pl.col("a"), pl.col("b"))).item()
     2
     """
-    both_repeat = _has_repeats(left) & _has_repeats(right)
-    set_size = left.list.set_intersection(right).list.len()
-    tagged_left = _occurrence_tagged(pl.when(both_repeat).then(left).otherwise(_EMPTY_TOKENS))
-    tagged_right = _occurrence_tagged(pl.when(both_repeat).then(right).otherwise(_EMPTY_TOKENS))
-    tagged_size = tagged_left.list.set_intersection(tagged_right).list.len()
-    return pl.when(both_repeat).then(tagged_size).otherwise(set_size).cast(pl.Int64)
+    return pl.map_batches(
+        [left, right], _overlap_batch, return_dtype=pl.Int64, is_elementwise=True
+    )
+
+
+def _overlap_batch(columns: Sequence[pl.Series]) -> pl.Series:
+    left, right = columns
+    return multiset_overlap_batch(left, right)
 
 
 def exact_match(prediction_tokens: pl.Expr, reference_tokens: pl.Expr) -> pl.Expr:

@@ -1,0 +1,267 @@
+"""SQuAD v2 tokens and multiset overlaps as compiled kernels over whole columns.
+
+Reference: ``evaluate-v2.0.py``, ``get_tokens`` (``normalize_answer(s).split()``) and the
+``Counter(gold) & Counter(pred)`` of ``compute_f1``. The kernels read the Arrow buffers of a
+column (:mod:`pipeline.text.kernels.buffers`) in one pass; the polars expressions of
+:mod:`pipeline.text.tokenize` wrap them with ``map_batches``.
+
+Only pure ASCII rows are tokenized here. There CPython's ``str.lower`` maps ``A-Z`` to ``a-z``
+and nothing else, ``re``'s ``\\w`` is ``[A-Za-z0-9_]`` and ``str.isspace`` is
+``\\t\\n\\v\\f\\r``, ``\\x1c``-``\\x1f`` and the space; a row holding any other byte is reported
+as *wide* and left to the polars expression of the full Unicode rules.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from pipeline.text.kernels.buffers import kernel, string_buffers, with_nulls
+
+# Byte classes of the ASCII path, after lowercasing; any byte of a non-ASCII character is wide.
+_SPACE, _WORD, _OTHER, _DELETED, _WIDE = 0, 1, 2, 3, 4
+
+
+def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
+    classes = np.full(256, _WIDE, dtype=np.uint8)
+    classes[:128] = _OTHER
+    for ch in "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f ":
+        classes[ord(ch)] = _SPACE
+    for ch in string.ascii_letters + string.digits:
+        classes[ord(ch)] = _WORD
+    for ch in string.punctuation:  # removed before articles are looked for ("_" too)
+        classes[ord(ch)] = _DELETED
+    lower = np.arange(256, dtype=np.uint8)
+    lower[ord("A") : ord("Z") + 1] += ord("a") - ord("A")
+    return classes, lower
+
+
+_CLASSES, _LOWER = _byte_tables()
+_SMALL_PAIR = 64  # rows with at most this many token pairs compare every pair
+
+
+@kernel
+def _is_article(out: np.ndarray, start: int, length: int) -> bool:
+    if length == 1:
+        return out[start] == 97  # a
+    if length == 2:
+        return out[start] == 97 and out[start + 1] == 110  # an
+    if length == 3:
+        return out[start] == 116 and out[start + 1] == 104 and out[start + 2] == 101  # the
+    return False
+
+
+@kernel
+def ascii_tokens(
+    offsets: np.ndarray, data: np.ndarray, valid: np.ndarray, classes: np.ndarray,
+    lower: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``get_tokens`` of every valid pure ASCII row: ``(list_offsets, token_offsets, bytes,
+    wide)``. Rows that are null or wide (hold a non-ASCII byte) get no tokens.
+
+    A token is a maximal run of characters that are not whitespace once punctuation is deleted
+    and each whole word ``a``/``an``/``the`` replaced by a space; words are written as they
+    come and taken back when their run turns out to be an article.
+    """
+    n = len(offsets) - 1
+    total = offsets[n] - offsets[0]
+    list_offsets = np.empty(n + 1, dtype=np.int64)
+    list_offsets[0] = 0
+    token_offsets = np.empty(total + 1, dtype=np.int64)
+    token_offsets[0] = 0
+    out = np.empty(total, dtype=np.uint8)
+    wide = np.zeros(n, dtype=np.bool_)
+    n_tokens = 0
+    w = 0
+    for i in range(n):
+        if valid[i]:
+            row_tokens = n_tokens
+            row_w = w
+            token_start = -1
+            word_start = -1
+            end = offsets[i + 1]
+            for j in range(offsets[i], end + 1):
+                c = 32
+                kind = _SPACE
+                if j < end:
+                    c = data[j]
+                    kind = classes[c]
+                    if kind == _DELETED:
+                        continue
+                    if kind == _WIDE:  # left to the Unicode rules: take back what was written
+                        wide[i] = True
+                        n_tokens = row_tokens
+                        w = row_w
+                        break
+                if kind != _WORD and word_start >= 0:
+                    if _is_article(out, word_start, w - word_start):
+                        w = word_start
+                        if token_start >= 0 and w > token_start:
+                            n_tokens += 1
+                            token_offsets[n_tokens] = w
+                        token_start = -1
+                    word_start = -1
+                if kind == _SPACE:
+                    if token_start >= 0:
+                        n_tokens += 1
+                        token_offsets[n_tokens] = w
+                        token_start = -1
+                else:
+                    if token_start < 0:
+                        token_start = w
+                    if kind == _WORD and word_start < 0:
+                        word_start = w
+                    out[w] = lower[c]
+                    w += 1
+        list_offsets[i + 1] = n_tokens
+    return list_offsets, token_offsets[: n_tokens + 1], out[:w], wide
+
+
+def squad_tokens_batch(text: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """``get_tokens`` of the pure ASCII rows of a String column (``List[String]``, null on the
+    other rows) and the mask of the non-null rows it left out (non-ASCII)."""
+    offsets, data, valid = string_buffers(text)
+    list_offsets, token_offsets, out, wide = ascii_tokens(offsets, data, valid, _CLASSES, _LOWER)
+    tokens = pa.LargeStringArray.from_buffers(
+        len(token_offsets) - 1, pa.py_buffer(token_offsets), pa.py_buffer(out)
+    )
+    missing = ~valid | wide
+    lists = pa.LargeListArray.from_arrays(
+        pa.array(list_offsets), tokens,
+        mask=pa.array(missing) if bool(missing.any()) else None,
+    )
+    return pl.Series(text.name, lists, dtype=pl.List(pl.String)), wide
+
+
+@kernel
+def _same_bytes(
+    data_a: np.ndarray, a0: int, a1: int, data_b: np.ndarray, b0: int, b1: int
+) -> bool:
+    if a1 - a0 != b1 - b0:
+        return False
+    for k in range(a1 - a0):  # noqa: SIM110 (a loop, not a generator, compiles in numba)
+        if data_a[a0 + k] != data_b[b0 + k]:
+            return False
+    return True
+
+
+@kernel
+def _fnv1a(data: np.ndarray, start: int, end: int) -> np.uint64:
+    h = np.uint64(14695981039346656037)
+    for k in range(start, end):
+        h = (h ^ np.uint64(data[k])) * np.uint64(1099511628211)
+    return h
+
+
+@kernel
+def _pair_overlap(
+    lists_a: np.ndarray, offsets_a: np.ndarray, data_a: np.ndarray, a0: int, a1: int,
+    lists_b: np.ndarray, offsets_b: np.ndarray, data_b: np.ndarray, b0: int, b1: int,
+    used: np.ndarray,
+) -> int:
+    """Multiset overlap of tokens ``a0:a1`` and ``b0:b1``: each token of ``a`` takes the first
+    equal token of ``b`` not taken yet (the Counter intersection's size)."""
+    used[: b1 - b0] = False
+    count = 0
+    for x in range(a0, a1):
+        for y in range(b0, b1):
+            if not used[y - b0] and _same_bytes(
+                data_a, offsets_a[x], offsets_a[x + 1], data_b, offsets_b[y], offsets_b[y + 1]
+            ):
+                used[y - b0] = True
+                count += 1
+                break
+    return count
+
+
+@kernel
+def multiset_overlaps(
+    lists_a: np.ndarray, offsets_a: np.ndarray, data_a: np.ndarray,
+    lists_b: np.ndarray, offsets_b: np.ndarray, data_b: np.ndarray,
+) -> np.ndarray:
+    """``sum((Counter(a) & Counter(b)).values())`` of each row's token lists.
+
+    Small rows compare every pair. Larger ones sort each side by a 64-bit hash of the token;
+    tokens of one hash on both sides are matched by their bytes, so a collision costs time,
+    never a wrong count.
+    """
+    n = len(lists_a) - 1
+    result = np.zeros(n, dtype=np.int64)
+    longest = 1
+    for i in range(n):
+        longest = max(longest, lists_b[i + 1] - lists_b[i], lists_a[i + 1] - lists_a[i])
+    used = np.zeros(longest, dtype=np.bool_)
+    for i in range(n):
+        a0, a1 = lists_a[i], lists_a[i + 1]
+        b0, b1 = lists_b[i], lists_b[i + 1]
+        if a1 == a0 or b1 == b0:
+            continue
+        if (a1 - a0) * (b1 - b0) <= _SMALL_PAIR:
+            result[i] = _pair_overlap(lists_a, offsets_a, data_a, a0, a1,
+                                      lists_b, offsets_b, data_b, b0, b1, used)
+            continue
+        hash_a = np.empty(a1 - a0, dtype=np.uint64)
+        for x in range(a0, a1):
+            hash_a[x - a0] = _fnv1a(data_a, offsets_a[x], offsets_a[x + 1])
+        hash_b = np.empty(b1 - b0, dtype=np.uint64)
+        for y in range(b0, b1):
+            hash_b[y - b0] = _fnv1a(data_b, offsets_b[y], offsets_b[y + 1])
+        order_a = np.argsort(hash_a)
+        order_b = np.argsort(hash_b)
+        p = 0
+        q = 0
+        count = 0
+        while p < len(order_a) and q < len(order_b):
+            ha = hash_a[order_a[p]]
+            hb = hash_b[order_b[q]]
+            if ha < hb:
+                p += 1
+            elif hb < ha:
+                q += 1
+            else:
+                p_end = p
+                while p_end < len(order_a) and hash_a[order_a[p_end]] == ha:
+                    p_end += 1
+                q_end = q
+                while q_end < len(order_b) and hash_b[order_b[q_end]] == hb:
+                    q_end += 1
+                used[: q_end - q] = False
+                for u in range(p, p_end):
+                    x = a0 + order_a[u]
+                    for v in range(q, q_end):
+                        y = b0 + order_b[v]
+                        if not used[v - q] and _same_bytes(
+                            data_a, offsets_a[x], offsets_a[x + 1],
+                            data_b, offsets_b[y], offsets_b[y + 1],
+                        ):
+                            used[v - q] = True
+                            count += 1
+                            break
+                p = p_end
+                q = q_end
+        result[i] = count
+    return result
+
+
+def list_buffers(column: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(list_offsets, valid, offsets, data)`` of a ``List[String]`` column: row ``i`` holds
+    the strings ``list_offsets[i]:list_offsets[i + 1]`` of the flattened ``(offsets, data)``
+    (none for a null row)."""
+    lengths = column.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
+    list_offsets = np.zeros(len(column) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=list_offsets[1:])
+    valid = column.is_not_null().to_numpy()
+    values = column.explode(empty_as_null=False, keep_nulls=False)
+    offsets, data, _ = string_buffers(values)
+    return list_offsets, valid, offsets, data
+
+
+def multiset_overlap_batch(left: pl.Series, right: pl.Series) -> pl.Series:
+    """Multiset overlap (Int64) of two ``List[String]`` columns; null where either is null."""
+    lists_a, valid_a, offsets_a, data_a = list_buffers(left)
+    lists_b, valid_b, offsets_b, data_b = list_buffers(right)
+    counts = multiset_overlaps(lists_a, offsets_a, data_a, lists_b, offsets_b, data_b)
+    return with_nulls(left.name, counts, valid_a & valid_b)
