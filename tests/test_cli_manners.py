@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import polars as pl
 import pytest
 
-from pipeline.cli import EXIT_OK, _parser, common, main
+from pipeline.cli import EXIT_OK, _parser, frames, headline, main, progress
 
 LAYOUTS = Path(__file__).resolve().parent / "fixtures" / "layouts"
 RECORDS = [
@@ -115,7 +115,7 @@ class _Bar:
 def test_progress_bars_have_the_parquet_row_count_as_total(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    monkeypatch.setattr(common, "tqdm", _Bar)
+    monkeypatch.setattr(progress, "tqdm", _Bar)
     _Bar.made = []
     first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
     pl.DataFrame(RECORDS[:2]).write_parquet(first)
@@ -139,7 +139,7 @@ def test_progress_bars_have_the_parquet_row_count_as_total(
 def test_scoring_bar_ends_at_the_rows_scored_when_rows_are_rejected(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(common, "tqdm", _Bar)
+    monkeypatch.setattr(progress, "tqdm", _Bar)
     _Bar.made = []
     path = tmp_path / "r.parquet"
     pl.DataFrame([{**row, "question": str(row["question"]) if row["id"] != "q3" else None}
@@ -174,7 +174,7 @@ def test_query_csv_writes_list_columns_as_json(composite_run: Path, capsys) -> N
 
 def test_headline_shows_overall_score_when_the_composites_ran(composite_run: Path, capsys):
     capsys.readouterr()
-    common.print_headline(composite_run)
+    headline.print_headline(composite_run)
     header = capsys.readouterr().out.splitlines()[2]
     assert "overall_score" in header
     assert "faithfulness" not in header and "answer_f1" not in header  # not run: all null
@@ -195,6 +195,6 @@ def test_headline_drops_all_null_columns(tmp_path: Path, capsys) -> None:
 def test_without_empty_columns_keeps_model_and_empty_frames() -> None:
     frame = pl.DataFrame({"model": [None, None], "a": [None, 1], "b": [None, None]},
                          schema={"model": pl.String, "a": pl.Int64, "b": pl.Float64})
-    assert common.without_empty_columns(frame, keep=("model",)).columns == ["model", "a"]
+    assert frames.without_empty_columns(frame, keep=("model",)).columns == ["model", "a"]
     empty = frame.clear()
-    assert common.without_empty_columns(empty).columns == ["model", "a", "b"]
+    assert frames.without_empty_columns(empty).columns == ["model", "a", "b"]

@@ -329,7 +329,7 @@ def test_evaluate_plugin_takes_a_file_or_a_module_name(
 
 def test_plugin_flags_come_after_the_config_modules(tmp_path: Path) -> None:
     from pipeline.cli import _parser
-    from pipeline.cli.common import config_from_args
+    from pipeline.cli.flags import config_from_args
 
     team = str(PLUGINS / "team_metrics.py")
     path = tmp_path / "rag-eval.toml"

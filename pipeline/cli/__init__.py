@@ -38,8 +38,7 @@ with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a t
     from typing import Any
 
     from pipeline import __version__
-    from pipeline.cli.base import (  # noqa: F401 - the exit codes are re-exported
-        COMMAND_HELP,
+    from pipeline.cli.errors import (  # noqa: F401 - the exit codes are re-exported
         EXIT_BUSY,
         EXIT_ERROR,
         EXIT_GATE,
@@ -47,15 +46,14 @@ with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a t
         EXIT_INTERRUPTED,
         EXIT_OK,
         EXIT_REJECTED,
-        HelpFormatter,
         environment_error,
-        flush_standard_streams,
         interrupted,
         log,
         output_target,
         print_error,
-        tolerate_closed_stdout,
     )
+    from pipeline.cli.options import COMMAND_HELP, HelpFormatter
+    from pipeline.cli.streams import flush_standard_streams, tolerate_closed_stdout
     from pipeline.logs import LOG_FORMATS, configure_logging
 
 #: The commands in the order ``--help`` lists them: the module of each. A command's module is

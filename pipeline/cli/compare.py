@@ -11,18 +11,11 @@ from typing import Any
 import polars as pl
 
 from pipeline.api import Run, check_gate_metrics
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import (
-    EXIT_GATE,
-    EXIT_OK,
-    add_stats_options,
-    non_negative,
-    non_negative_float,
-    print_text_table,
-    readable,
-    remove_leftovers,
-    terminal_width,
-)
+from pipeline.cli.errors import EXIT_GATE, EXIT_OK
+from pipeline.cli.flags import add_stats_options
+from pipeline.cli.frames import print_text_table, readable, terminal_width
+from pipeline.cli.leftovers import remove_leftovers
+from pipeline.cli.options import COMMAND_HELP, non_negative, non_negative_float
 from pipeline.compare import DEFAULT_ITEM_DROP, DEFAULT_MAX_DROP
 from pipeline.config import ConfigError
 from pipeline.io.atomic import check_output_dir

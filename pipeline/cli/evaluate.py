@@ -8,24 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import (
-    EXIT_OK,
-    EXIT_REJECTED,
+from pipeline.cli.errors import EXIT_OK, EXIT_REJECTED, print_error
+from pipeline.cli.flags import (
     add_inputs,
     add_stats_options,
     config_from_args,
-    fraction,
     input_rows,
-    positive,
-    print_error,
-    print_headline,
-    print_rejections,
-    progress_bars,
-    remove_leftovers,
     require_inputs,
-    seconds,
 )
+from pipeline.cli.headline import print_headline, print_rejections
+from pipeline.cli.leftovers import remove_leftovers
+from pipeline.cli.options import COMMAND_HELP, fraction, positive, seconds
+from pipeline.cli.progress import progress_bars
 from pipeline.cli.validate import add_keep_columns, with_keep_columns
 from pipeline.config import Config, ConfigError
 from pipeline.io.atomic import OutputPathError, check_output_dir, check_output_file

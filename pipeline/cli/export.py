@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api import Run
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import EXIT_OK, remove_leftovers
+from pipeline.cli.errors import EXIT_OK
+from pipeline.cli.leftovers import remove_leftovers
+from pipeline.cli.options import COMMAND_HELP
 
 NAME = "export"
 EXAMPLES = """\

@@ -133,3 +133,13 @@ def say(text: str) -> None:
     print(textwrap.fill(text, width=max(terminal_width(), 40), break_on_hyphens=False))
 
 
+
+
+def without_empty_columns(frame: pl.DataFrame, keep: Sequence[str] = ()) -> pl.DataFrame:
+    """``frame`` without the columns that are null on every row (the RAG columns of a run
+    without passages, ``overall_score`` when the composites did not run), except ``keep``."""
+    if frame.height == 0:
+        return frame
+    return frame.select(
+        c for c in frame.columns if c in keep or frame[c].null_count() < frame.height
+    )

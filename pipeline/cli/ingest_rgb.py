@@ -6,15 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    AppendSource,
-    Label,
-    finite,
-    remove_leftovers,
-)
+from pipeline.cli.errors import EXIT_OK, EXIT_REJECTED
+from pipeline.cli.leftovers import remove_leftovers
+from pipeline.cli.options import COMMAND_HELP, AppendSource, Label, finite
 from pipeline.ingest_rgb import OutputsFile, ingest_rgb
 from pipeline.schema import RGB_TASKS
 

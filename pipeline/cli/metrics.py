@@ -14,13 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import (
-    EXIT_OK,
-    add_plugin_option,
-    config_from_args,
-    terminal_width,
-)
+from pipeline.cli.errors import EXIT_OK
+from pipeline.cli.flags import add_plugin_option, config_from_args
+from pipeline.cli.frames import terminal_width
+from pipeline.cli.options import COMMAND_HELP
 from pipeline.config import UserMetricDef
 from pipeline.metrics.registry import REGISTRY, markdown_table
 from pipeline.metrics.spec import MetricSpec

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.base import COMMAND_HELP, EXIT_ERROR, EXIT_OK, interrupted
+from pipeline.cli.errors import EXIT_ERROR, EXIT_OK, interrupted
 from pipeline.cli.frames import print_frame
+from pipeline.cli.options import COMMAND_HELP
 from pipeline.query import Builder, run_query
 from pipeline.schema import InputError
 

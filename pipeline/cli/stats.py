@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api import Run
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import EXIT_OK, add_stats_options, remove_leftovers
+from pipeline.cli.errors import EXIT_OK
+from pipeline.cli.flags import add_stats_options
+from pipeline.cli.leftovers import remove_leftovers
+from pipeline.cli.options import COMMAND_HELP
 
 NAME = "stats"
 EXAMPLES = """\

@@ -6,15 +6,10 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from pipeline.cli.base import COMMAND_HELP
-from pipeline.cli.common import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    add_inputs,
-    config_from_args,
-    print_frame,
-    require_inputs,
-)
+from pipeline.cli.errors import EXIT_OK, EXIT_REJECTED
+from pipeline.cli.flags import add_inputs, config_from_args, require_inputs
+from pipeline.cli.frames import print_frame
+from pipeline.cli.options import COMMAND_HELP
 from pipeline.config import Config
 from pipeline.validate import load_inputs
 
