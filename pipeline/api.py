@@ -30,6 +30,7 @@ import polars as pl
 
 from pipeline.config import Config, ConfigError, UserMetricDef, did_you_mean, load_config
 from pipeline.io import atomic
+from pipeline.io.in_memory import _from_arrow, _paths, _polars
 from pipeline.io.layout import (
     EXTRA_OUTPUTS_FILE,
     REJECTED_DIR,
@@ -268,57 +269,6 @@ def _reader_frames(
         return [(read_records(os.fspath(path), config, keep), os.fspath(path))
                 for path in paths]
     return [(read_frame(_polars(data), DATA_SOURCE, config, keep), DATA_SOURCE)]
-
-
-def _paths(data: Records) -> list[PathLike] | None:
-    """``data`` as a list of paths, or None when it is not a path or a list of paths."""
-    if isinstance(data, str | os.PathLike):
-        return [data]
-    if isinstance(data, list | tuple) and all(isinstance(p, str | os.PathLike) for p in data):
-        return list(data)
-    return None
-
-
-def _polars(data: Records) -> pl.DataFrame | pl.LazyFrame:
-    """``data`` as a polars frame: polars as it is, pandas through ``pl.from_pandas``, Arrow
-    through ``pl.from_arrow``, a ``datasets.Dataset`` through its Arrow table."""
-    if isinstance(data, pl.DataFrame | pl.LazyFrame):
-        return data
-    package = type(data).__module__.partition(".")[0]
-    if package == "pandas" and hasattr(data, "columns"):
-        return pl.from_pandas(data)
-    if package == "pyarrow":
-        return _from_arrow(data)
-    table = _dataset_table(data)
-    if table is not None:
-        return _from_arrow(table)
-    if package == "datasets" and hasattr(data, "keys"):
-        raise TypeError(f"data is a DatasetDict with splits {sorted(data.keys())}: pick one, "
-                        "e.g. dataset['test']")
-    raise TypeError(
-        f"data must be a polars, pandas or pyarrow table, a datasets.Dataset, or paths; got "
-        f"{type(data).__module__}.{type(data).__qualname__}"
-    )
-
-
-def _dataset_table(data: object) -> object | None:
-    """The Arrow table of a Hugging Face ``datasets.Dataset`` (duck-typed), or None.
-
-    Its rows are ``.data.table`` unless an indices mapping (``select``, ``filter``,
-    ``shuffle``) picks some of them; then ``with_format("arrow")[:]`` gathers them."""
-    table = getattr(getattr(data, "data", None), "table", None)
-    if type(table).__module__.partition(".")[0] != "pyarrow":
-        return None
-    if getattr(data, "_indices", None) is not None and hasattr(data, "with_format"):
-        return data.with_format("arrow")[:]
-    return table
-
-
-def _from_arrow(table: object) -> pl.DataFrame:
-    frame = pl.from_arrow(table)
-    if not isinstance(frame, pl.DataFrame):
-        raise TypeError(f"an Arrow table or record batch is expected, got {type(table)}")
-    return frame
 
 
 def _without_duplicates(

@@ -34,9 +34,9 @@ from pipeline.cli import (
     main,
 )
 from pipeline.cli._guard import EARLY, deferred_interrupts
-from pipeline.cli.common import environment_error
+from pipeline.cli.errors import environment_error
 from pipeline.config import Config
-from pipeline.io import readers
+from pipeline.io import readers, record_limits
 from pipeline.io.atomic import owned_name, public_path
 from pipeline.schema import InputError
 from pipeline.store import Store
@@ -480,8 +480,8 @@ def test_a_parquet_input_cut_during_a_run_exits_2_naming_it(
 def test_an_absurd_jsonl_line_is_rejected_without_being_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(readers, "MAX_RECORD_BYTES", 4096)
-    monkeypatch.setattr(readers, "_SCAN_BYTES", 1024)
+    monkeypatch.setattr(record_limits, "MAX_RECORD_BYTES", 4096)
+    monkeypatch.setattr(record_limits, "SCAN_BYTES", 1024)
     path = write_jsonl(tmp_path / "in.jsonl", n=4)
     lines = path.read_text(encoding="utf-8").splitlines()
     long = json.dumps({"id": "long", "model": "m", "question": "q?", "reference": "r",
@@ -502,7 +502,7 @@ def test_an_absurd_jsonl_line_is_rejected_without_being_held(
 def test_a_row_with_absurd_text_is_rejected_in_every_format(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
 ) -> None:
-    monkeypatch.setattr(readers, "MAX_RECORD_BYTES", 2**20)
+    monkeypatch.setattr(record_limits, "MAX_RECORD_BYTES", 2**20)
     frame = pl.DataFrame({"id": ["a", "b"], "model": ["m", "m"], "question": ["q?", "q?"],
                           "reference": ["r", "r"], "response": ["r", "x" * (3 * 2**20)]})
     path = tmp_path / f"in{suffix}"
