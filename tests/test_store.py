@@ -62,6 +62,19 @@ def records(tmp_path: Path) -> Path:
     return path
 
 
+#: Rows of the sample that the subprocess tests score (each child process scores them again).
+SMALL_ROWS = 300
+
+
+@pytest.fixture
+def small_records(tmp_path: Path) -> Path:
+    """The first :data:`SMALL_ROWS` rows of the sample: enough batches of 50 for a kill or a
+    race to land anywhere, at a fifth of the cost."""
+    path = tmp_path / "small.parquet"
+    pl.read_parquet(SAMPLE).head(SMALL_ROWS).write_parquet(path)
+    return path
+
+
 def change_one_percent(path: Path) -> int:
     frame = pl.read_parquet(path)
     changed = pl.int_range(pl.len()) % 100 == 7
@@ -217,11 +230,11 @@ def _cli(store: Path, records: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "pipeline", "evaluate", "--input", str(records), "--store",
         str(store), "--metrics", ",".join(METRICS), "--embedding-backend", "hashed",
-        "--no-stats", "--no-progress", "--batch-rows", "200", *extra,
+        "--no-stats", "--no-progress", "--batch-rows", "50", *extra,
     ]
 
 
-def _check_store(store: Path) -> list[str]:
+def _check_store(store: Path, rows: int = SMALL_ROWS) -> list[str]:
     """Every committed run complete and readable; no partial run visible. Returns run ids."""
     committed = sorted(p.name.removeprefix("eval_run=") for p in store.glob("eval_run=*"))
     for run in committed:
@@ -229,17 +242,16 @@ def _check_store(store: Path) -> list[str]:
         assert manifest["status"] == "committed"
         counts = manifest["counts"]
         scores = run_scores(store / f"eval_run={run}")
-        assert scores.height == counts["scored"] + counts["reused"] == 1650
+        assert scores.height == counts["scored"] + counts["reused"] == rows
     if committed:
         listed = run_query(store, "select eval_run from runs order by eval_run")
         assert listed["eval_run"].to_list() == committed
     return committed
 
 
-def test_sigkill_at_random_moments_never_corrupts_the_store(records: Path, tmp_path: Path) -> None:
-    bigger = tmp_path / "bigger.parquet"
-    frame = pl.read_parquet(records)
-    frame.write_parquet(bigger)
+def test_sigkill_at_random_moments_never_corrupts_the_store(small_records: Path,
+                                                            tmp_path: Path) -> None:
+    bigger = small_records
     store = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     started = time.monotonic()
@@ -298,7 +310,9 @@ def test_a_second_writer_fails_clearly_or_waits(records: Path, tmp_path: Path,
     assert (store.root / "eval_run=waiter" / MANIFEST_FILE).is_file()
 
 
-def test_two_runs_started_together_both_commit_whole(records: Path, tmp_path: Path) -> None:
+def test_two_runs_started_together_both_commit_whole(small_records: Path,
+                                                      tmp_path: Path) -> None:
+    records = small_records
     store = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     children = [
@@ -313,6 +327,6 @@ def test_two_runs_started_together_both_commit_whole(records: Path, tmp_path: Pa
     manifests = [json.loads((store / f"eval_run={n}" / MANIFEST_FILE).read_text())
                  for n in ("left", "right")]
     # serialised by the lock: one ran first and the other reused all of its rows
-    assert sorted(m["counts"]["reused"] for m in manifests) == [0, 1650]
+    assert sorted(m["counts"]["reused"] for m in manifests) == [0, SMALL_ROWS]
     first, second = sorted(manifests, key=lambda m: m["started_at"])
     assert first["finished_at"] <= second["started_at"]

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import importlib.util
 import json
 import logging
 import os
 import random
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -442,35 +440,3 @@ def test_the_writer_holds_at_most_its_budget_of_files(tmp_path: Path) -> None:
     expected = sorted(((name, b * 10 + k) for b in range(3) for k, name in enumerate(names)),
                       key=lambda r: r[1])
     assert sorted(found.select("model", "x").rows(), key=lambda r: r[1]) == expected
-
-
-def _spark_missing() -> str | None:
-    for module in ("pyspark", "pandas"):
-        if importlib.util.find_spec(module) is None:
-            return f"the Spark engine needs {module}"
-    return None if shutil.which("java") else "Spark needs Java"
-
-
-@pytest.mark.skipif(_spark_missing() is not None, reason=str(_spark_missing()))
-def test_spark_lays_out_any_model_name_as_the_local_engine(tmp_path: Path) -> None:
-    from pipeline.drivers import evaluate_spark
-    from pipeline.engines.spark import local_session
-
-    names = [LONG_NAME, "m1", ""]
-    source = tmp_path / "in.parquet"
-    pl.read_ndjson(write_jsonl(tmp_path / "in.jsonl", names, n=2)).write_parquet(source)
-    local = evaluate_to_store([source], tmp_path / "local", CONFIG, run_id="r1", stats=False)
-    spark = local_session("local[1]", app_name="rag-eval-store-faults")
-    try:
-        on_spark = evaluate_spark([source], tmp_path / "spark", CONFIG, spark=spark,
-                                  run_id="r1")
-        again = evaluate_spark([source], tmp_path / "spark", CONFIG, spark=spark, run_id="r2")
-    finally:
-        spark.stop()
-    dirs = [sorted(p.name for p in (run.run_dir / "scores").iterdir())
-            for run in (local, on_spark)]
-    assert dirs[0] == dirs[1]
-    assert again.n_reused == 6
-    by_model = "select model, n from by_model order by model"
-    assert run_query(tmp_path / "spark", by_model, run="r1").rows() == sorted(
-        (name, 2) for name in names)
