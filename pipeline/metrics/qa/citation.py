@@ -14,23 +14,48 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.metrics.common import harmonic_mean, safe_div
+from pipeline.text.kernels.citations import cited_numbers_batch
 from pipeline.text.markers import CITATION_MARKER
 
 
 def parse_citation_markers(text: pl.Expr) -> pl.Expr:
     """Distinct passage numbers cited by ``[n]`` markers in ``text``, in order of first use.
 
+    Pure ASCII rows are parsed by a compiled kernel (:mod:`pipeline.text.kernels.citations`),
+    the others by :func:`parse_citation_markers_unicode`.
+
     >>> import polars as pl
     >>> pl.select(parse_citation_markers(pl.lit("Paris [1][3], see [1, 2]."))).item().to_list()
     [1, 3, 2]
     """
+    return text.map_batches(
+        _parse_batch, return_dtype=pl.List(pl.Int64), is_elementwise=True
+    )
+
+
+def parse_citation_markers_unicode(text: pl.Expr) -> pl.Expr:
+    """:func:`parse_citation_markers` for any text, as polars expressions."""
     numbers = text.str.extract_all(CITATION_MARKER).list.join(" ").str.extract_all(r"\d+")
     return numbers.cast(pl.List(pl.Int64)).list.unique(maintain_order=True)
 
 
 def strip_citation_markers(text: pl.Expr) -> pl.Expr:
-    """``text`` without its citation markers, so ``"Paris [1]."`` is scored as ``"Paris ."``."""
+    """``text`` without its citation markers, so ``"Paris [1]."`` is scored as ``"Paris ."``.
+
+    (A polars regex: a compiled kernel measured no faster here.)
+    """
     return text.str.replace_all(CITATION_MARKER, "")
+
+
+def _parse_batch(text: pl.Series) -> pl.Series:
+    numbers, wide = cited_numbers_batch(text)
+    if not wide.any():
+        return numbers
+    # The rows with a non-ASCII character, by the polars expression (the others null to it).
+    frame = pl.DataFrame({"text": text, "numbers": numbers, "wide": wide})
+    wide_text = pl.when(pl.col("wide")).then(pl.col("text"))
+    routed = pl.when(pl.col("wide")).then(parse_citation_markers_unicode(wide_text))
+    return frame.select(routed.otherwise(pl.col("numbers"))).to_series().alias(text.name)
 
 
 def predicted_citations(citations: pl.Expr, response: pl.Expr) -> pl.Expr:
