@@ -37,16 +37,16 @@ def test_batch_rows_shrink_with_long_texts():
 
 def test_batching_does_not_change_scores(tmp_path: Path):
     source = tmp_path / "in.jsonl"
-    pl.DataFrame(ROWS).write_ndjson(source)
+    rows = ROWS[:5]  # a batch of one row each, against one batch of all (every metric)
+    pl.DataFrame(rows).write_ndjson(source)
     config = Config(embedding_backend="hashed")
     outputs = []
-    for batch_rows in (1, 4, 1000):
+    for batch_rows in (1, 1000):
         out = tmp_path / f"out{batch_rows}"
         evaluate([source], out, config, batch_rows=batch_rows, build_db=False)
         outputs.append(pl.read_parquet(out / SCORES_FILE))
     assert outputs[0].equals(outputs[1])
-    assert outputs[0].equals(outputs[2])
-    assert outputs[0].height == len(ROWS)
+    assert outputs[0].height == len(rows)
     assert outputs[0]["tfidf_relevance"].null_count() == 0
 
 
