@@ -248,7 +248,7 @@ def test_in_memory_data_is_evaluated_through_a_temporary_file(tmp_path: Path) ->
 
 
 def test_compare_and_report_with_a_gate(tmp_path: Path) -> None:
-    records = pl.read_parquet(SAMPLE)
+    records = pl.read_parquet(SAMPLE).gather_every(3)  # every model and category
     base = evaluate(records, tmp_path / "base", **FAST)
     worse = records.with_columns(
         response=pl.when(pl.col("model") == "cirrus-70b").then(pl.lit("I am not sure."))
