@@ -167,7 +167,7 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_full_disk_at_any_point_keeps_one_whole_pair(small_tmpfs: Path) -> None:
-    """Free space from 0 up in steps of 8 KiB: each write either puts the new pair in place
+    """Free space from 0 up in steps of 16 KiB: each write either puts the new pair in place
     or fails with ENOSPC leaving the earlier pair; some fail after the intervals are staged."""
     frame = generated(12, 40, seed=2)  # comparisons of 66 pairs: the larger file
     out = small_tmpfs / "out"
@@ -197,7 +197,7 @@ def test_a_full_disk_at_any_point_keeps_one_whole_pair(small_tmpfs: Path) -> Non
             break
         finally:
             assert leftovers(out) == []
-        free_after_fill += 8192
+        free_after_fill += 16384
     assert outcomes[-1] == "written" and outcomes.count("failed") > 3
     # the failures with room for the staged intervals came from the second table
     assert free_after_fill > 2 * sizes[INTERVALS_FILE] + sizes[COMPARISONS_FILE]
