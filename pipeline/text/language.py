@@ -32,16 +32,21 @@ Turkish ...) are ``en`` or, where they share words, one of the six; Ukrainian is
 Cantonese ``zh``. Set ``lang`` where that matters (MLQA removes different articles per
 language).
 
-Cost: every row without a code is searched once for the words that English does not outweigh
-(:func:`foreign_words_pattern`); only rows that hold one are marked and scored, and only rows
-with a character of a script other than Latin are counted by script.
+Cost: one compiled pass over each row without a code (:mod:`pipeline.text.kernels.language`)
+reads its scripts, words and letters at once; :func:`reference_language_stages` is the same
+definition in polars expressions, kept as the kernel's reference (the tests compare them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
+import numpy as np
 import polars as pl
+
+from pipeline.text.kernels import language as kernels
+from pipeline.text.kernels.buffers import string_buffers, strings_from_buffers, with_nulls
 
 #: Scripts counted by :func:`detect_language`, in the order ties are broken, with the language
 #: each stands for.
@@ -158,6 +163,12 @@ def _marks() -> dict[str, str]:
     return marks
 
 
+def _foreign_words() -> list[str]:
+    """The words of :data:`STOPWORDS` in no English entry, longest first."""
+    others = frozenset().union(*(w for c, w in STOPWORDS.items() if c != "en"))
+    return sorted(others - frozenset(STOPWORDS["en"]), key=lambda w: (-len(w), w))
+
+
 def foreign_words_pattern() -> str:
     """A regex of the words that can make a text score above English (:data:`STOPWORDS` of no
     English entry), in lower case between non-letters: a text without one is English.
@@ -166,8 +177,7 @@ def foreign_words_pattern() -> str:
     >>> pl.select(pl.lit(texts).str.contains(foreign_words_pattern())).to_series().to_list()
     [False, True, False]
     """
-    others = frozenset().union(*(w for c, w in STOPWORDS.items() if c != "en"))
-    words = sorted(others - frozenset(STOPWORDS["en"]), key=lambda w: (-len(w), w))
+    words = _foreign_words()
     # Letters on both sides, not \b: the same words mark_function_words sees, and the regex
     # runs on the DFA even over non-ASCII text.
     return f"(?:^|\\P{{L}})(?:{'|'.join(words)})(?:\\P{{L}}|$)"
@@ -249,10 +259,12 @@ def given_language(code: pl.Expr) -> pl.Expr:
     return pl.when(base != "").then(base)
 
 
-def language_stages(lang: str, language: str, reference: str, response: str
-                    ) -> list[dict[str, pl.Expr]]:
-    """Column stages that set ``lang`` of each row (the module docstring): ``lang`` if given,
-    else the RGB ``language``, else detected from ``reference`` and ``response``.
+def reference_language_stages(lang: str, language: str, reference: str, response: str
+                              ) -> list[dict[str, pl.Expr]]:
+    """The definition :func:`language_stages` computes in one compiled pass, in polars
+    expressions: the reference of :mod:`pipeline.text.kernels.language` and its tests, the
+    same ``lang`` and :data:`LATIN` for every row (``_lang_wide`` holds the text read for its
+    scripts here).
 
     Stages, so that each count is computed once per row and only on the rows that need it:
     script counts where no code is given and some text is not ASCII, function-word scores
@@ -267,7 +279,7 @@ def language_stages(lang: str, language: str, reference: str, response: str
     ...             "OpenAI 的 ChatGPT model"],
     ...     "resp": ["x", "x", "x", "x", "x", "", "señor", "Sie ist nicht groß und alt", ""]
     ... }).lazy()
-    >>> for stage in language_stages("lang", "language", "ref", "resp"):
+    >>> for stage in reference_language_stages("lang", "language", "ref", "resp"):
     ...     frame = frame.with_columns(**stage)
     >>> frame.collect()["lang"].to_list()
     ['zh', 'zh', 'ru', 'ja', 'ko', 'und', 'en', 'de', 'zh']
@@ -325,6 +337,132 @@ def language_stages(lang: str, language: str, reference: str, response: str
         {"_lang_script": pl.when(unset).then(by_script)},
         {lang: pl.coalesce(pl.col("_lang_given"),
                            pl.when(script == "en").then(latin).otherwise(script))},
+        {LATIN: is_latin(pl.col(lang))},
+    ]
+
+
+#: The codes :func:`language_stages` detects, in the kernel's order: the languages of
+#: :data:`STOPWORDS` (English first), those of the other scripts, undetermined.
+CODES: tuple[str, ...] = (
+    *STOPWORDS,
+    *(code for _, code in SCRIPT_LANGUAGES if code not in STOPWORDS),
+    UNDETERMINED,
+)
+
+
+def _kernel_words() -> kernels.WordTable:
+    """The words :func:`mark_function_words` marks, with the points of each language its marks
+    give them, and whether English does not outweigh them."""
+    words = [key.strip() for key in _marks() if key.startswith(" ")]
+    points = np.array([[_marks()[f" {word} "].count(chr(_WORD_MARK + k))
+                        for k in range(len(STOPWORDS))] for word in words])
+    foreign = frozenset(_foreign_words())
+    return kernels.word_table(words, points, np.array([word in foreign for word in words]))
+
+
+def _kernel_letters() -> np.ndarray:
+    """The letter marks of :func:`mark_function_words`: a bit per language of each letter."""
+    letters = {key: value for key, value in _marks().items() if len(key) == 1}
+    marks = np.zeros(max(map(ord, letters)) + 1, dtype=np.uint8)
+    for letter, value in letters.items():
+        for mark in value:
+            marks[ord(letter)] |= 1 << (ord(mark) - _LETTER_MARK)
+    return marks
+
+
+_WORDS = _kernel_words()
+_LETTERS = _kernel_letters()
+_SCRIPT_CODES = np.array([CODES.index(code) for _, code in SCRIPT_LANGUAGES], dtype=np.int8)
+_SCRIPT_INDEX = {code: k for k, (_, code) in enumerate(SCRIPT_LANGUAGES)}
+_NAMES = np.frombuffer("".join(CODES).encode(), dtype=np.uint8)
+_NAME_OFFSETS = np.cumsum([0, *map(len, CODES)], dtype=np.int64)
+# The classes of each code point (the kernel module's bits), filled from the regexes of the
+# reference as code points are first seen.
+_CLASSES = np.zeros(kernels.CODE_POINTS, dtype=np.uint16)
+
+
+def _classify(code_points: np.ndarray) -> None:
+    """Set the classes of ``code_points`` in ``_CLASSES``: the script class of
+    :data:`SCRIPT_LANGUAGES` each belongs to, other script, letter; as the regexes of
+    :func:`reference_language_stages` read them."""
+    chars = pl.Series([chr(c) for c in code_points], dtype=pl.String)
+    classes = np.zeros(len(code_points), dtype=np.uint16)
+    for k, (scripts, _) in enumerate(SCRIPT_LANGUAGES):
+        found = chars.str.contains(_class(scripts)).to_numpy()
+        if (classes[found] != 0).any():
+            raise ValueError(f"script classes overlap at {scripts}")
+        classes[found] = k + 1
+    classes[chars.str.contains(_OTHER_SCRIPT).to_numpy()] |= kernels.OTHER_SCRIPT
+    classes[chars.str.contains(r"\p{L}").to_numpy()] |= kernels.LETTER
+    _CLASSES[code_points] = classes | kernels.KNOWN
+
+
+def _detect(reference: pl.Series, response: pl.Series, rows: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return kernels.detect(
+        *string_buffers(reference), *string_buffers(response), rows, _CLASSES, _LETTERS,
+        _WORDS.keys, _WORDS.slot_words, _WORDS.points, _WORDS.foreign, _WORDS.foreign_filter,
+        _SCRIPT_CODES, _SCRIPT_INDEX["zh"], _SCRIPT_INDEX["ja"],
+        _SCRIPT_INDEX["ko"], _SCRIPT_INDEX["en"], CODES.index(UNDETERMINED), MIN_SCORE, _POINT,
+    )
+
+
+def _detect_batch(columns: Sequence[pl.Series]) -> pl.Series:
+    """``{lang, wide}`` of each row where the first column is True (:func:`language_stages`):
+    the detected code, and True where some text is not ASCII; null elsewhere."""
+    unset, reference, response = columns
+    rows = unset.fill_null(False).to_numpy()
+    if not _CLASSES[0] & kernels.KNOWN:  # ASCII at once: most rows hold nothing else
+        _classify(np.arange(128))
+    codes, wide, pending, unknown = _detect(reference, response, rows)
+    if pending.any():  # code points seen for the first time: classified, their rows read again
+        _classify(np.flatnonzero(unknown))
+        again, _, still, _ = _detect(reference, response, pending)
+        if still.any():
+            raise RuntimeError("language detection left code points unclassified")
+        codes = np.where(pending, again, codes)
+    offsets, data = kernels.code_strings(codes, _NAME_OFFSETS, _NAMES)
+    return pl.struct(
+        strings_from_buffers("lang", offsets, data, codes != kernels.NOT_READ),
+        with_nulls("wide", wide, wide), eager=True,
+    )
+
+
+def language_stages(lang: str, language: str, reference: str, response: str
+                    ) -> list[dict[str, pl.Expr]]:
+    """Column stages that set ``lang`` of each row (the module docstring): ``lang`` if given,
+    else the RGB ``language``, else detected from ``reference`` and ``response``.
+
+    Detection is one compiled pass over the rows without a code
+    (:mod:`pipeline.text.kernels.language`), the definition of
+    :func:`reference_language_stages`. The ``_lang_*`` helper columns are left for the caller
+    to drop, :data:`LATIN` among them for the metrics that choose a tokenizer by it;
+    ``_lang_wide`` is True where a row without a code holds a text that is not ASCII (the rows
+    read for their scripts), null elsewhere.
+
+    >>> frame = pl.DataFrame({
+    ...     "lang": ["ZH", None, None, None, None, None, None, None, None],
+    ...     "language": [None, "zh-CN", None, None, None, None, None, None, None],
+    ...     "ref": ["x", "x", "Москва", "東京はどこ", "서울", "12 !", "Ça va", "Die Stadt",
+    ...             "OpenAI 的 ChatGPT model"],
+    ...     "resp": ["x", "x", "x", "x", "x", "", "señor", "Sie ist nicht groß und alt", ""]
+    ... }).lazy()
+    >>> for stage in language_stages("lang", "language", "ref", "resp"):
+    ...     frame = frame.with_columns(**stage)
+    >>> frame.collect()["lang"].to_list()
+    ['zh', 'zh', 'ru', 'ja', 'ko', 'und', 'en', 'de', 'zh']
+    """
+    given = pl.coalesce(given_language(pl.col(lang)), given_language(pl.col(language)))
+    detected = pl.col("_lang_detected")
+    return [
+        {"_lang_given": given},
+        {"_lang_detected": pl.map_batches(
+            [pl.col("_lang_given").is_null(), pl.col(reference), pl.col(response)],
+            _detect_batch, return_dtype=pl.Struct({"lang": pl.String, "wide": pl.Boolean}),
+            is_elementwise=True,
+        )},
+        {lang: pl.coalesce(pl.col("_lang_given"), detected.struct.field("lang")),
+         "_lang_wide": detected.struct.field("wide")},
         {LATIN: is_latin(pl.col(lang))},
     ]
 
