@@ -18,18 +18,16 @@ from pipeline.metrics.qa import abstention
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, count
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE
 from pipeline.text.numbers import as_digits
-from pipeline.text.rouge_tokenize import rouge_tokens_for
 from pipeline.text.tokenize import punctuation_deleted_words
-from pipeline.text.tokenize_sacrebleu import bleu_tokens
 
 #: Intermediate column holding the compared response text.
 RESPONSE = "_response"
 
-_ROUGE = ("_response_rouge", "_reference_rouge")
-#: Intermediate struct of the ROUGE-1/2 overlaps and the LCS length (one kernel call a batch).
+#: Intermediate struct of the ROUGE-1/2 overlaps, the LCS length and the token counts (compiled
+#: kernels from the texts, one call a batch).
 _ROUGE_STATS = "_rouge_statistics"
-_BLEU = ("_response_13a", "_reference_13a")
-#: Intermediate struct of the BLEU match counts of every order (one kernel call per batch).
+#: Intermediate struct of the BLEU match counts of every order and the token counts (compiled
+#: kernels from the texts, one call a batch).
 _BLEU_MATCHES = "_bleu_matches"
 _KEYWORDS = ("_response_keywords", "_reference_keywords", "_question_keywords")
 _GROUNDING = "_grounding"
@@ -47,17 +45,17 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
     stem = inputs.config.rouge_stemmer
     if "_rouge_tokens" in needed:
         if inputs.config.compat_preset == "enhanced-framework":  # its ROUGE's words
-            columns[_ROUGE[0]] = punctuation_deleted_words(response)
-            columns[_ROUGE[1]] = punctuation_deleted_words(pl.col("reference"))
+            columns[_ROUGE_STATS] = rouge.rouge_token_statistics(
+                punctuation_deleted_words(response), punctuation_deleted_words(pl.col("reference"))
+            )
         else:
-            tokenizer = inputs.config.rouge_tokenizer
-            columns[_ROUGE[0]] = rouge_tokens_for(response, tokenizer, pl.col("lang"), stem)
-            columns[_ROUGE[1]] = rouge_tokens_for(pl.col("reference"), tokenizer,
-                                                  pl.col("lang"), stem)
+            columns[_ROUGE_STATS] = rouge.rouge_text_statistics(
+                response, pl.col("reference"), inputs.config.rouge_tokenizer, pl.col("lang"), stem
+            )
     if "_bleu_tokens" in needed:
-        tokenize = inputs.config.bleu_tokenize
-        columns[_BLEU[0]] = bleu_tokens(response, tokenize, pl.col("lang"))
-        columns[_BLEU[1]] = bleu_tokens(pl.col("reference"), tokenize, pl.col("lang"))
+        columns[_BLEU_MATCHES] = bleu.text_statistics(
+            response, pl.col("reference"), inputs.config.bleu_tokenize, pl.col("lang")
+        )
     if "_keywords" in needed:
         config = inputs.config
         stopwords = keywords.load_stopwords(
@@ -83,14 +81,10 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
 
 
 def token_intermediates(needed: set[str]) -> dict[str, pl.Expr]:
-    """Columns computed from the token lists of :func:`intermediates` (a later stage): the
-    numpy kernels of ROUGE and BLEU, each once per batch for all the counts it gives."""
-    columns: dict[str, pl.Expr] = {}
-    if "_rouge_tokens" in needed:
-        columns[_ROUGE_STATS] = rouge.rouge_statistics(pl.col(_ROUGE[0]), pl.col(_ROUGE[1]))
-    if "_bleu_tokens" in needed:
-        columns[_BLEU_MATCHES] = bleu.match_counts(pl.col(_BLEU[0]), pl.col(_BLEU[1]))
-    return columns
+    """Columns computed from the columns of :func:`intermediates` (a later stage): none now,
+    since the ROUGE and BLEU statistics come from the texts in one stage."""
+    del needed
+    return {}
 
 
 def _framework_keywords(inputs: Inputs) -> bool:
@@ -176,9 +170,10 @@ def _rouge_counts(n: int) -> list[MetricSpec]:
             f"{n}-grams in the reference")
 
     def part(index: int) -> Callable[[Inputs], pl.Expr]:
+        field = (f"overlap_{n}", "n_pred", "n_ref")[index]
         if index == 0:  # the overlap, from the shared kernel's struct
-            return lambda _: pl.col(_ROUGE_STATS).struct.field(f"overlap_{n}")
-        return lambda _: rouge.ngram_overlap(pl.col(_ROUGE[0]), pl.col(_ROUGE[1]), n)[index]
+            return lambda _: pl.col(_ROUGE_STATS).struct.field(field)
+        return lambda _: rouge.ngram_total(pl.col(_ROUGE_STATS).struct.field(field), n)
 
     return [
         count(name, "lexical", part(i), f"ROUGE-{n} sufficient statistic: {text}.",
@@ -204,9 +199,7 @@ _BLEU_STATS = {f"bleu_{key}": key for key in bleu.statistic_names()}
 
 
 def _bleu_stat(key: str) -> Callable[[Inputs], pl.Expr]:
-    return lambda _: bleu.bleu_statistics(
-        pl.col(_BLEU[0]), pl.col(_BLEU[1]), matches=pl.col(_BLEU_MATCHES)
-    )[key]
+    return lambda _: bleu.statistics_from_struct(pl.col(_BLEU_MATCHES))[key]
 
 
 def _sentence_bleu(_: Inputs) -> pl.Expr:

@@ -34,10 +34,23 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+import numpy as np
 import polars as pl
 
 from pipeline.config import ROUGE_TOKENIZERS
 from pipeline.text.charclasses import word_class
+from pipeline.text.kernels.bleu import (
+    TokenIds,
+    TokenParts,
+    column_buffers,
+    frozen,
+    gather_strings,
+    intern_pair,
+    row_offsets,
+    token_ids_of_lists,
+)
+from pipeline.text.kernels.buffers import strings_from_buffers
+from pipeline.text.kernels.rouge import ascii_rows, rouge_tokens_ascii
 from pipeline.text.language import UNDETERMINED, is_latin
 from pipeline.text.normalize import python_lower
 
@@ -75,17 +88,22 @@ def _stemmer() -> PorterStemmer:
     return PorterStemmer()
 
 
-def _stem_lists(tokens: pl.Series) -> pl.Series:
-    """Every token longer than 3 characters replaced by its cached Porter stem."""
-    words = tokens.explode(empty_as_null=False, keep_nulls=False).unique()
+def _long_word_stems(words: pl.Series) -> tuple[list[str], list[str]]:
+    """The words of ``words`` (distinct) longer than 3 characters and their cached stems."""
     long_words = words.filter(words.str.len_chars() > _MAX_UNSTEMMED_LENGTH).to_list()
     missing = [word for word in long_words if word not in _STEMS]
     if missing:
         stem = _stemmer().stem
         _STEMS.update((word, stem(word)) for word in missing)
+    return long_words, [_STEMS[word] for word in long_words]
+
+
+def _stem_lists(tokens: pl.Series) -> pl.Series:
+    """Every token longer than 3 characters replaced by its cached Porter stem."""
+    words = tokens.explode(empty_as_null=False, keep_nulls=False).unique()
+    long_words, stems = _long_word_stems(words)
     if not long_words:
         return tokens
-    stems = [_STEMS[word] for word in long_words]
     stemmed = tokens.list.eval(pl.element().replace(long_words, stems))
     if all(_VALID_STEM.fullmatch(stem) for stem in stems):
         return stemmed
@@ -194,3 +212,98 @@ def rouge_tokens_for(
     return pl.when(latin).then(rouge_tokens(text, stem=stem)).otherwise(
         unicode_rouge_tokens(pl.when(latin).then(None).otherwise(text))
     )
+
+
+# --- token ids for the statistics kernels ------------------------------------------------------
+
+
+def _stemmed_rows(tokenizer: str, lang: pl.Series | None, rows: int) -> np.ndarray:
+    """The ASCII rows ``stem`` applies to: those of the package's tokenizer (under ``auto``, of
+    a Latin-script ``lang``, or none: ASCII text is Latin)."""
+    if tokenizer == "unicode":
+        return np.zeros(rows, dtype=np.bool_)
+    if tokenizer == "rouge-score" or lang is None:
+        return np.ones(rows, dtype=np.bool_)
+    frame = pl.DataFrame({"lang": lang.cast(pl.String)})
+    by_text = pl.col("lang").is_null() | (pl.col("lang") == UNDETERMINED)
+    latin = frame.select(by_text | is_latin(pl.col("lang")).fill_null(False)).to_series()
+    return latin.to_numpy()
+
+
+def _stem_ids(ids: np.ndarray, counts: np.ndarray, stemmed: np.ndarray, stem_of: np.ndarray,
+              valid: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of one side with the rows ``stemmed`` mapped to ``shift + stem_of[id]`` and
+    their tokens of an invalid stem dropped; returns the ids and the new counts per row."""
+    if stemmed.all():
+        mapped, keep = shift + stem_of[ids], valid[ids]
+    else:
+        on = np.repeat(stemmed, counts)
+        mapped = np.where(on, shift + stem_of[ids], ids)
+        keep = ~on | valid[ids]
+    if keep.all():
+        return mapped.astype(np.int32), counts
+    row = np.repeat(np.arange(len(counts)), counts)
+    return mapped[keep].astype(np.int32), np.bincount(row[keep], minlength=len(counts))
+
+
+def _kernel_ids(pred: tuple[np.ndarray, np.ndarray, np.ndarray],
+                ref: tuple[np.ndarray, np.ndarray, np.ndarray],
+                stemmed: np.ndarray | None) -> TokenIds:
+    """Ids of the package's tokens of two columns (offsets, bytes, the ASCII rows to read),
+    stemmed on the rows ``stemmed``: each distinct word once (:data:`_STEMS`)."""
+    pred_tokens = rouge_tokens_ascii(*pred)
+    ref_tokens = rouge_tokens_ascii(*ref)
+    pred_buffers = (frozen(pred_tokens[0]), frozen(pred_tokens[1]))
+    ref_buffers = (frozen(ref_tokens[0]), frozen(ref_tokens[1]))
+    pred_ids, ref_ids, first = intern_pair(*pred_buffers, *ref_buffers)
+    pred_counts, ref_counts, bound = pred_tokens[2], ref_tokens[2], max(len(first), 1)
+    if stemmed is not None and len(first):
+        word_offsets, word_bytes = gather_strings(*pred_buffers, *ref_buffers, frozen(first))
+        words = strings_from_buffers("word", word_offsets, word_bytes)
+        long_words, stems = _long_word_stems(words)
+        stemmed_words = words.replace(long_words, stems) if long_words else words
+        stem_offsets, stem_bytes, _ = column_buffers(stemmed_words)
+        stem_of, _, distinct = intern_pair(stem_offsets, stem_bytes, stem_offsets[:1], stem_bytes)
+        valid = stemmed_words.str.contains(_VALID_TOKEN).to_numpy()
+        pred_ids, pred_counts = _stem_ids(pred_ids, pred_counts, stemmed, stem_of, valid, bound)
+        ref_ids, ref_counts = _stem_ids(ref_ids, ref_counts, stemmed, stem_of, valid, bound)
+        bound += len(distinct)
+    return TokenIds(pred_ids, row_offsets(pred_counts), ref_ids, row_offsets(ref_counts), bound)
+
+
+def rouge_token_ids(
+    pred: pl.Series, ref: pl.Series, tokenizer: str = "auto", lang: pl.Series | None = None,
+    stem: bool = False,
+) -> TokenParts:
+    """Token ids of :func:`rouge_tokens_for` for a prediction and a reference column (a null
+    text has no tokens), as :data:`~pipeline.text.kernels.bleu.TokenParts`.
+
+    The rows whose two texts are ASCII run the compiled tokenizer
+    (:func:`pipeline.text.kernels.rouge.rouge_tokens_ascii`): there the package's tokenizer and
+    the ``unicode`` one give the same tokens, and ``stem`` applies as :func:`rouge_tokens_for`
+    says. The other rows take :func:`rouge_tokens_for` itself.
+    """
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"unknown ROUGE tokenizer {tokenizer!r}: use one of {TOKENIZERS}")
+    pred, ref = pred.cast(pl.String), ref.cast(pl.String)
+    rows = len(pred)
+    pred_offsets, pred_data, pred_valid = column_buffers(pred)
+    ref_offsets, ref_data, ref_valid = column_buffers(ref)
+    ascii_text = ascii_rows(pred_offsets, pred_data) & ascii_rows(ref_offsets, ref_data)
+    stemmed = _stemmed_rows(tokenizer, lang, rows) & ascii_text if stem else None
+    parts: TokenParts = [(None, _kernel_ids((pred_offsets, pred_data, pred_valid & ascii_text),
+                                            (ref_offsets, ref_data, ref_valid & ascii_text),
+                                            stemmed))]
+    rest = np.flatnonzero((pred_valid | ref_valid) & ~ascii_text)
+    if len(rest):
+        frame = pl.DataFrame({"pred": pred.gather(rest), "ref": ref.gather(rest)})
+        row_lang = None
+        if lang is not None:
+            frame = frame.with_columns(lang=lang.cast(pl.String).gather(rest))
+            row_lang = pl.col("lang")
+        tokens = frame.select(
+            pred=rouge_tokens_for(pl.col("pred"), tokenizer, row_lang, stem),
+            ref=rouge_tokens_for(pl.col("ref"), tokenizer, row_lang, stem),
+        )
+        parts.append((rest, token_ids_of_lists(tokens["pred"], tokens["ref"])))
+    return parts

@@ -31,6 +31,16 @@ import polars as pl
 import regex  # sacrebleu's engine for ``intl``; installed with nltk
 
 from pipeline.text.charclasses import _code_points, _stored, points_class, space_class
+from pipeline.text.kernels.bleu import (
+    TokenIds,
+    TokenParts,
+    column_buffers,
+    frozen,
+    intern_pair,
+    row_offsets,
+    token_ids_of_lists,
+    tokenize_13a,
+)
 from pipeline.text.tokenize import whitespace_tokens
 from pipeline.text.tokenize_13a import (
     _PUNCTUATION,
@@ -209,13 +219,18 @@ TOKENIZERS: dict[str, Callable[[pl.Expr], pl.Expr]] = {
 
 def broadcast_pair(left: pl.Series, right: pl.Series) -> tuple[pl.Series, pl.Series]:
     """Two input columns of a batch function at one length (a literal arrives as one row)."""
-    if len(left) == 1 and len(right) != 1:
-        left = left.new_from_index(0, len(right))
-    elif len(right) == 1 and len(left) != 1:
-        right = right.new_from_index(0, len(left))
-    if len(left) != len(right):
-        raise ValueError(f"input columns differ in length: {len(left)} != {len(right)}")
+    left, right = broadcast(left, right)
     return left, right
+
+
+def broadcast(*columns: pl.Series) -> list[pl.Series]:
+    """Input columns of a batch function at one length (a literal arrives as one row)."""
+    rows = max((len(column) for column in columns), default=0)
+    out = [column.new_from_index(0, rows) if len(column) == 1 and rows != 1 else column
+           for column in columns]
+    if any(len(column) != rows for column in out):
+        raise ValueError(f"input columns differ in length: {[len(c) for c in columns]}")
+    return out
 
 
 def _tokenized(texts: pl.Series, name: str) -> pl.Series:
@@ -264,3 +279,67 @@ def bleu_tokens(text: pl.Expr, tokenize: str, lang: pl.Expr | None = None) -> pl
     return pl.map_batches(
         [text, lang], _auto_batch, return_dtype=pl.List(pl.String), is_elementwise=True
     )
+
+
+# --- token ids for the statistics kernels ------------------------------------------------------
+
+
+def _row_tokenizers(rows: int, tokenize: str, lang: pl.Series | None) -> np.ndarray:
+    """The tokenizer name of each row, as :func:`bleu_tokens` chooses it."""
+    if tokenize not in BLEU_TOKENIZE:
+        raise ValueError(f"tokenize must be one of {', '.join(BLEU_TOKENIZE)}, got {tokenize!r}")
+    if tokenize != "auto":
+        return np.full(rows, tokenize, dtype=object)
+    if lang is None or not lang.cast(pl.String).is_in(list(AUTO_TOKENIZE)).any():
+        return np.full(rows, "13a", dtype=object)
+    names = lang.cast(pl.String).replace_strict(AUTO_TOKENIZE, default="13a").fill_null("13a")
+    return names.to_numpy().astype(object)
+
+
+def _ids_by_expression(hyp: pl.Series, ref: pl.Series, name: str) -> TokenIds:
+    frame = pl.DataFrame({"hyp": hyp, "ref": ref})
+    tokenize = TOKENIZERS[name]
+    tokens = frame.select(hyp=tokenize(pl.col("hyp")), ref=tokenize(pl.col("ref")))
+    return token_ids_of_lists(tokens["hyp"], tokens["ref"])
+
+
+def bleu_token_ids(
+    hyp: pl.Series, ref: pl.Series, tokenize: str, lang: pl.Series | None = None
+) -> TokenParts:
+    """Token ids of :func:`bleu_tokens` for a response and a reference column (a null text has
+    no tokens), as :data:`~pipeline.text.kernels.bleu.TokenParts`.
+
+    The ``13a`` rows run the compiled tokenizer (:func:`pipeline.text.kernels.bleu.tokenize_13a`),
+    except those holding ``<`` or ``&``; those and the rows of the other tokenizers take the
+    polars expressions of :data:`TOKENIZERS`, gathered by tokenizer.
+    """
+    hyp, ref = hyp.cast(pl.String), ref.cast(pl.String)
+    rows = len(hyp)
+    names = _row_tokenizers(rows, tokenize, lang)
+    parts: TokenParts = []
+    kernel_rows = names == "13a"
+    rest = ~kernel_rows
+    if kernel_rows.any():
+        hyp_offsets, hyp_data, hyp_valid = column_buffers(hyp)
+        ref_offsets, ref_data, ref_valid = column_buffers(ref)
+        hyp_take, ref_take = kernel_rows & hyp_valid, kernel_rows & ref_valid
+        hyp_tokens = tokenize_13a(hyp_offsets, hyp_data, hyp_take)
+        ref_tokens = tokenize_13a(ref_offsets, ref_data, ref_take)
+        hyp_ids, ref_ids, first = intern_pair(
+            frozen(hyp_tokens[0]), frozen(hyp_tokens[1]),
+            frozen(ref_tokens[0]), frozen(ref_tokens[1]),
+        )
+        parts.append((None, TokenIds(hyp_ids, row_offsets(hyp_tokens[2]), ref_ids,
+                                     row_offsets(ref_tokens[2]), max(len(first), 1))))
+        # A row holding '<' or '&' on a side is the expression's, both sides.
+        undone = (hyp_take & ~hyp_tokens[3]) | (ref_take & ~ref_tokens[3])
+        names = np.where(undone, "13a", np.where(kernel_rows, "", names))
+        rest = undone | rest
+    for name in dict.fromkeys(names[rest].tolist()):
+        chosen = np.flatnonzero(names == name)
+        if len(chosen) == rows:
+            parts.append((None, _ids_by_expression(hyp, ref, name)))
+        else:
+            ids = _ids_by_expression(hyp.gather(chosen), ref.gather(chosen), name)
+            parts.append((chosen, ids))
+    return parts

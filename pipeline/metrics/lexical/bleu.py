@@ -29,6 +29,11 @@ The per-row sufficient statistics of :func:`bleu_statistics` are Int64 counts, s
 (row, n-gram, side) keys. polars runs a user function once per use of its expression, so store
 the statistics as columns and score from those; :func:`bleu` and :func:`textbook_bleu` do so
 inside one batch function. Null texts give null statistics and scores.
+
+From texts, :func:`text_statistics` gives the match counts and token counts in one pass of the
+compiled kernels (:mod:`pipeline.text.kernels`: the 13a tokenizer, token ids, clipped counts),
+the token lists never built; the registry and :func:`bleu` use it, and the token-list functions
+above stay the reference its tests compare with.
 """
 
 from __future__ import annotations
@@ -39,10 +44,11 @@ from functools import partial
 import numpy as np
 import polars as pl
 
+from pipeline.text.kernels.buffers import with_nulls
+from pipeline.text.kernels.rouge import NO_LCS, part_statistics
 from pipeline.text.normalize import python_lower
 from pipeline.text.tokenize import whitespace_tokens
-from pipeline.text.tokenize_13a import tokens_13a
-from pipeline.text.tokenize_sacrebleu import broadcast_pair
+from pipeline.text.tokenize_sacrebleu import bleu_token_ids, broadcast, broadcast_pair
 
 MAX_ORDER = 4
 #: ``sacrebleu.utils.my_log(0.0)``.
@@ -156,6 +162,72 @@ def match_counts(hyp_tokens: pl.Expr, ref_tokens: pl.Expr, max_order: int = MAX_
         return_dtype=pl.Struct(fields),
         is_elementwise=True,
     )
+
+
+# --- from texts: compiled kernels ------------------------------------------------------------
+
+
+def text_statistic_fields(max_order: int = MAX_ORDER) -> list[str]:
+    """Fields of :func:`text_statistics`: ``matches_n`` (n = 1..max), ``hyp_len``, ``ref_len``."""
+    return [*(f"matches_{n}" for n in range(1, max_order + 1)), "hyp_len", "ref_len"]
+
+
+def _text_statistics_frame(
+    hyp: pl.Series, ref: pl.Series, tokenize: str, lang: pl.Series | None, max_order: int
+) -> pl.DataFrame:
+    parts = bleu_token_ids(hyp, ref, tokenize, lang)
+    matches, _, hyp_len, ref_len = part_statistics(parts, len(hyp), max_order, NO_LCS)
+    hyp_valid, ref_valid = hyp.is_not_null().to_numpy(), ref.is_not_null().to_numpy()
+    both = hyp_valid & ref_valid
+    columns = [with_nulls(f"matches_{n}", matches[:, n - 1], both)
+               for n in range(1, max_order + 1)]
+    columns.append(with_nulls("hyp_len", hyp_len, hyp_valid))
+    columns.append(with_nulls("ref_len", ref_len, ref_valid))
+    return pl.DataFrame(columns).cast(pl.Int64)
+
+
+def _text_statistics_batch(series: Sequence[pl.Series], tokenize: str, max_order: int
+                           ) -> pl.Series:
+    columns = broadcast(*series)
+    lang = columns[2] if len(columns) > 2 else None
+    frame = _text_statistics_frame(columns[0], columns[1], tokenize, lang, max_order)
+    return frame.to_struct("bleu")
+
+
+def text_statistics(
+    hyp_text: pl.Expr, ref_text: pl.Expr, tokenize: str = "13a", lang: pl.Expr | None = None,
+    max_order: int = MAX_ORDER,
+) -> pl.Expr:
+    """Clipped matches of every order and both token counts of sacreBLEU's tokens of two texts,
+    from compiled kernels, as a struct with the fields of :func:`text_statistic_fields`
+    (Int64; ``matches_n`` null where a text is null, a length where its text is).
+
+    ``tokenize`` and ``lang`` choose the tokenizer of each row as
+    :func:`~pipeline.text.tokenize_sacrebleu.bleu_tokens` does; the values equal
+    :func:`match_counts` and the list lengths of those tokens. Store the struct as a column and
+    read it with :func:`statistics_from_struct`.
+
+    >>> import polars as pl
+    >>> pl.select(text_statistics(pl.lit("a a b."), pl.lit("a b a."), max_order=2)).item()
+    {'matches_1': 4, 'matches_2': 1, 'hyp_len': 4, 'ref_len': 4}
+    """
+    inputs = [hyp_text, ref_text] if lang is None else [hyp_text, ref_text, lang]
+    fields = {name: pl.Int64() for name in text_statistic_fields(max_order)}
+    return pl.map_batches(
+        inputs, partial(_text_statistics_batch, tokenize=tokenize, max_order=max_order),
+        return_dtype=pl.Struct(fields), is_elementwise=True,
+    )
+
+
+def statistics_from_struct(struct: pl.Expr, max_order: int = MAX_ORDER) -> dict[str, pl.Expr]:
+    """The statistics of :func:`bleu_statistics` (keys :func:`statistic_names`) from the struct
+    of :func:`text_statistics`: ``totals_n = max(hyp_len - n + 1, 0)``."""
+    hyp_len = struct.struct.field("hyp_len")
+    stats = {f"matches_{n}": struct.struct.field(f"matches_{n}") for n in range(1, max_order + 1)}
+    stats |= {f"totals_{n}": (hyp_len - (n - 1)).clip(lower_bound=0)
+              for n in range(1, max_order + 1)}
+    stats |= {"hyp_len": hyp_len, "ref_len": struct.struct.field("ref_len")}
+    return {name: stats[name] for name in statistic_names(max_order)}
 
 
 # --- statistics and scores -------------------------------------------------------------------
@@ -357,7 +429,17 @@ def bleu(response: pl.Expr, reference: pl.Expr) -> pl.Expr:
     >>> pl.select(bleu(pl.lit("the cat sat on the mat"), pl.lit("the cat sat on a mat"))).item()
     0.537284965911771
     """
-    return _scored(response, reference, tokens_13a, sentence_bleu)
+    return pl.map_batches(
+        [response, reference], _kernel_bleu_batch, return_dtype=pl.Float64, is_elementwise=True
+    )
+
+
+def _kernel_bleu_batch(series: Sequence[pl.Series]) -> pl.Series:
+    """:func:`bleu` of one batch: statistics from the kernels (13a), then the score."""
+    hyp, ref = broadcast_pair(*series)
+    stats = _text_statistics_frame(hyp, ref, "13a", None, MAX_ORDER)
+    scores = statistics_from_struct(pl.struct(pl.all()))
+    return stats.select(sentence_bleu(scores)).to_series()
 
 
 def textbook_tokens(text: pl.Expr) -> pl.Expr:

@@ -26,6 +26,12 @@ one sort of (row, n-gram, side) keys, and the LCS from Hyyrö's bit-parallel rec
 bucketed by length. Python loops run over n-gram offsets, token positions and 64-bit words,
 never over rows. Store the statistics as columns and score from those columns: polars may run a
 user function once per use of the expression.
+
+From texts, :func:`rouge_text_statistics` gives the overlaps, the LCS length and the token counts
+in one pass of the compiled kernels (:mod:`pipeline.text.kernels`: rouge-score's tokenizer on
+ASCII rows, token ids, n-gram counts and a bit-parallel LCS per row), the token lists never built
+except for the rows :func:`~pipeline.text.rouge_tokenize.rouge_token_ids` leaves to the
+expressions; the registry uses it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ import numpy as np
 import polars as pl
 
 from pipeline.metrics.common import harmonic_mean, safe_div
+from pipeline.text.kernels.bleu import TokenParts, token_ids_of_lists
+from pipeline.text.kernels.buffers import with_nulls
+from pipeline.text.kernels.rouge import part_statistics
+from pipeline.text.rouge_tokenize import rouge_token_ids
+from pipeline.text.tokenize_sacrebleu import broadcast
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +274,89 @@ def rouge_statistics(pred_tokens: pl.Expr, ref_tokens: pl.Expr) -> pl.Expr:
         [pred_tokens, ref_tokens], _statistics_batch,
         return_dtype=pl.Struct({name: pl.Int64() for name in STATISTICS}), is_elementwise=True,
     )
+
+
+#: Fields of :func:`rouge_text_statistics` and :func:`rouge_token_statistics`.
+TEXT_STATISTICS = ("overlap_1", "overlap_2", "lcs", "n_pred", "n_ref")
+_TEXT_DTYPE = pl.Struct({name: pl.Int64() for name in TEXT_STATISTICS})
+
+
+def _parts_struct(parts: TokenParts, pred_valid: np.ndarray, ref_valid: np.ndarray
+                  ) -> pl.Series:
+    """The struct of :data:`TEXT_STATISTICS` of a batch tokenized in ``parts``."""
+    overlaps, lcs, n_pred, n_ref = part_statistics(parts, len(pred_valid), 2, MAX_LCS_CELLS)
+    both = pred_valid & ref_valid
+    too_long = int(np.count_nonzero(both & (lcs < 0)))
+    if too_long:
+        log.warning(
+            "ROUGE-L: %d row(s) whose response and reference token counts multiply to more "
+            "than %d are left null (rouge_l_lcs, rouge_l): their LCS would take minutes",
+            too_long, MAX_LCS_CELLS,
+        )
+    columns = [with_nulls("overlap_1", overlaps[:, 0], both),
+               with_nulls("overlap_2", overlaps[:, 1], both),
+               with_nulls("lcs", lcs, both & (lcs >= 0)),
+               with_nulls("n_pred", n_pred, pred_valid), with_nulls("n_ref", n_ref, ref_valid)]
+    return pl.DataFrame(columns).cast(pl.Int64).to_struct("rouge")
+
+
+def _text_statistics_batch(series: Sequence[pl.Series], tokenizer: str, stem: bool
+                           ) -> pl.Series:
+    columns = broadcast(*series)
+    pred, ref = columns[0], columns[1]
+    lang = columns[2] if len(columns) > 2 else None
+    parts = rouge_token_ids(pred, ref, tokenizer, lang, stem)
+    return _parts_struct(parts, pred.is_not_null().to_numpy(), ref.is_not_null().to_numpy())
+
+
+def rouge_text_statistics(
+    pred_text: pl.Expr, ref_text: pl.Expr, tokenizer: str = "rouge-score",
+    lang: pl.Expr | None = None, stem: bool = False,
+) -> pl.Expr:
+    """ROUGE-1/2 overlaps, LCS length and token counts of two texts from compiled kernels, as
+    a struct with the fields :data:`TEXT_STATISTICS` (Int64).
+
+    The tokens are those of :func:`~pipeline.text.rouge_tokenize.rouge_tokens_for` with the same
+    ``tokenizer``, ``lang`` and ``stem``, and the values those of :func:`rouge_statistics` and
+    the list lengths: ``n_pred`` / ``n_ref`` are token counts (null where that text is null),
+    the others null where a text is null (``lcs`` also over :data:`MAX_LCS_CELLS`). ROUGE-N's
+    n-gram counts are :func:`ngram_total` of the token counts. Store the struct as a column.
+
+    >>> import polars as pl
+    >>> pl.select(rouge_text_statistics(pl.lit("The cat, the cat!"), pl.lit("the cat sat"))).item()
+    {'overlap_1': 2, 'overlap_2': 1, 'lcs': 2, 'n_pred': 4, 'n_ref': 3}
+    """
+    inputs = [pred_text, ref_text] if lang is None else [pred_text, ref_text, lang]
+    return pl.map_batches(
+        inputs, partial(_text_statistics_batch, tokenizer=tokenizer, stem=stem),
+        return_dtype=_TEXT_DTYPE, is_elementwise=True,
+    )
+
+
+def _token_statistics_batch(series: Sequence[pl.Series]) -> pl.Series:
+    pred, ref = broadcast(*series)
+    parts: TokenParts = [(None, token_ids_of_lists(pred, ref))]
+    return _parts_struct(parts, pred.is_not_null().to_numpy(), ref.is_not_null().to_numpy())
+
+
+def rouge_token_statistics(pred_tokens: pl.Expr, ref_tokens: pl.Expr) -> pl.Expr:
+    """:func:`rouge_text_statistics` of two ``List[String]`` token columns (a null list gives
+    null statistics), from the same kernel.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"p": [["the", "the", "cat"]], "r": [["the", "cat", "the"]]})
+    >>> frame.select(rouge_token_statistics(pl.col("p"), pl.col("r"))).item()
+    {'overlap_1': 3, 'overlap_2': 1, 'lcs': 2, 'n_pred': 3, 'n_ref': 3}
+    """
+    return pl.map_batches(
+        [pred_tokens, ref_tokens], _token_statistics_batch, return_dtype=_TEXT_DTYPE,
+        is_elementwise=True,
+    )
+
+
+def ngram_total(length: pl.Expr, n: int) -> pl.Expr:
+    """The n-grams of a list of ``length`` tokens: ``max(length - n + 1, 0)`` (Int64)."""
+    return (length.cast(pl.Int64) - (n - 1)).clip(lower_bound=0)
 
 
 def _ceil_pow2(lengths: np.ndarray) -> np.ndarray:

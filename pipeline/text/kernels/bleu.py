@@ -1,0 +1,383 @@
+"""sacreBLEU's ``13a`` tokenizer, and integer ids for the tokens of two columns, as compiled
+kernels.
+
+Reference: sacrebleu 2.x, as :mod:`pipeline.text.tokenize_13a`: ``BLEU._preprocess_segment``'s
+``line.rstrip()``, ``Tokenizer13a``, ``TokenizerRegexp`` and the ``str.split()`` of
+``extract_all_word_ngrams``.
+
+The tokenizer reads the UTF-8 bytes of any text: every rule of ``13a`` names ASCII characters
+only, and a character outside ASCII is a non-digit none of them matches, so substituting and
+splitting byte by byte makes the same tokens as ``re`` on code points. Only whitespace is wider
+than ASCII: CPython's ``str.isspace`` (:data:`SPACE_POINTS`), for ``rstrip`` and for the split.
+Rows holding ``<`` or ``&`` (``<skipped>`` and the HTML entities) are left to the polars
+expression; :func:`tokenize_13a` says which.
+
+Token ids: :func:`intern_pair` numbers the tokens of a response and a reference column (equal
+bytes, equal ids); :class:`TokenIds` carries them, per row, to the statistics kernel
+(:func:`pipeline.text.kernels.rouge.token_statistics`). A batch whose rows are tokenized in
+different ways is a list of :data:`TokenParts`: the ids of all rows, then of the rows that
+another tokenizer reads, each part overriding the rows it names.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+
+from pipeline.text.kernels.buffers import kernel, string_buffers
+
+#: Code points of CPython's ``str.isspace`` (a test checks the running interpreter agrees).
+SPACE_POINTS: tuple[int, ...] = (
+    *range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
+    0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+)
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_SHIFT = np.uint64(32)
+_EMPTY_IDS = np.zeros(0, dtype=np.int32)
+
+
+def _byte_classes() -> np.ndarray:
+    """Class of each byte value for the 13a split: 0 a token's byte, 1 ASCII whitespace, 2 a
+    character rule 1 pads (``[{-~[-` -&(-+:-@/]`` but the space), 3 the first byte of a
+    character that may be wider whitespace (:func:`space_length` decides), 4 ``<`` or ``&``
+    (rows left to the expression), 5 ``.``, ``,`` or ``-`` (rules 2-4), 6 ``\n``."""
+    classes = np.zeros(256, dtype=np.uint8)
+    for first, last in ((0x7B, 0x7E), (0x5B, 0x60), (0x21, 0x26), (0x28, 0x2B), (0x3A, 0x40),
+                        (0x2F, 0x2F)):
+        classes[first : last + 1] = 2
+    classes[[0x09, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = 1
+    classes[[0xC2, 0xE1, 0xE2, 0xE3]] = 3
+    classes[[0x3C, 0x26]] = 4
+    classes[[0x2E, 0x2C, 0x2D]] = 5
+    classes[0x0A] = 6
+    return classes
+
+
+_CLASSES = _byte_classes()
+
+
+class TokenIds(NamedTuple):
+    """Integer token ids of the rows of two columns (a response and a reference).
+
+    ``hyp[hyp_offsets[i]:hyp_offsets[i + 1]]`` are the ids of row ``i``'s response tokens (the
+    same for ``ref``); within a row, equal ids are equal tokens; every id is below ``bound``.
+    """
+
+    hyp: np.ndarray
+    hyp_offsets: np.ndarray
+    ref: np.ndarray
+    ref_offsets: np.ndarray
+    bound: int
+
+
+#: ``(rows, ids)`` pairs: ``ids`` of the rows ``rows`` names (row indices), or of every row of the
+#: batch where ``rows`` is None; a later pair overrides the rows of an earlier one.
+TokenParts = list[tuple[np.ndarray | None, TokenIds]]
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only view: kernels take read-only arrays (Arrow buffers are), so each compiles
+    for one type of argument."""
+    view = array.view()
+    view.setflags(write=False)
+    return view
+
+
+# --- the 13a tokenizer -------------------------------------------------------------------------
+
+
+@kernel
+def space_length(buf: np.ndarray, i: int, end: int) -> int:
+    """Bytes of the ``str.isspace`` character at ``buf[i]`` (valid UTF-8), 0 if it is none."""
+    b = buf[i]
+    if b < 0x80:
+        return 1 if (0x09 <= b <= 0x0D) or (0x1C <= b <= 0x20) else 0
+    if b == 0xC2:
+        return 2 if i + 1 < end and (buf[i + 1] == 0x85 or buf[i + 1] == 0xA0) else 0
+    if i + 2 >= end or b < 0xE1 or b > 0xE3:
+        return 0
+    c, d = buf[i + 1], buf[i + 2]
+    if b == 0xE1:  # U+1680
+        return 3 if c == 0x9A and d == 0x80 else 0
+    if b == 0xE3:  # U+3000
+        return 3 if c == 0x80 and d == 0x80 else 0
+    if c == 0x80:  # U+2000..U+200A, U+2028, U+2029, U+202F
+        return 3 if d <= 0x8A or d == 0xA8 or d == 0xA9 or d == 0xAF else 0
+    return 3 if c == 0x81 and d == 0x9F else 0  # U+205F
+
+
+@kernel
+def _substitute(src: np.ndarray, n: int, dst: np.ndarray, rule: int) -> int:
+    """``TokenizerRegexp``'s rule ``rule`` (``re.sub``: leftmost, non-overlapping) of
+    ``src[:n]`` into ``dst``; returns the length written. Rule 2: ``([^0-9])([.,])`` ->
+    ``\\1 \\2 ``; rule 3: ``([.,])([^0-9])`` -> `` \\1 \\2``; rule 4: ``([0-9])(-)`` ->
+    ``\\1 \\2 ``."""
+    k, out = 0, 0
+    while k < n:
+        if k + 1 < n:
+            a, b = src[k], src[k + 1]
+            a_digit, b_digit = 0x30 <= a <= 0x39, 0x30 <= b <= 0x39
+            if rule == 2:
+                hit = not a_digit and (b == 0x2E or b == 0x2C)
+            elif rule == 3:
+                hit = (a == 0x2E or a == 0x2C) and not b_digit
+            else:
+                hit = a_digit and b == 0x2D
+            if hit:
+                first = 0x20 if rule == 3 else a
+                second = a if rule == 3 else 0x20
+                dst[out] = first
+                dst[out + 1] = second
+                dst[out + 2] = 0x20 if rule == 3 else b
+                dst[out + 3] = b if rule == 3 else 0x20
+                out += 4
+                k += 2
+                continue
+        dst[out] = src[k]
+        out += 1
+        k += 1
+    return out
+
+
+@kernel
+def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """13a tokens of the rows where ``take`` is True, as string buffers.
+
+    Returns ``(token_offsets, token_bytes, counts, done)``: the tokens of all rows in row order,
+    each row's token count, and False for the rows not tokenized (not taken, or holding ``<``
+    or ``&``: no tokens).
+    """
+    rows = len(offsets) - 1
+    longest, total = 0, 0
+    for row in range(rows):
+        if take[row]:
+            size = offsets[row + 1] - offsets[row]
+            longest = max(longest, size)
+            total += size
+    # Rules 2-4 add two bytes at most for each '.', ',' or '-', and the line gets a space on
+    # each side: at most five bytes a byte of the line. Tokens never outgrow their line.
+    one = np.empty(5 * longest + 16, dtype=np.uint8)
+    two = np.empty(5 * longest + 16, dtype=np.uint8)
+    out_bytes = np.empty(total, dtype=np.uint8)
+    out_offsets = np.zeros(total + 1, dtype=np.int64)
+    counts = np.zeros(rows, dtype=np.int64)
+    done = take.copy()
+    written, tokens = 0, 0
+    for row in range(rows):
+        if not take[row]:
+            continue
+        # ``line.rstrip()``, into ``two``.
+        size = offsets[row + 1] - offsets[row]
+        for k in range(size):
+            two[k] = data[offsets[row] + k]
+        while size > 0:
+            last = size - 1
+            while last > 0 and (two[last] & 0xC0) == 0x80:
+                last -= 1
+            if space_length(two, last, size) != size - last:
+                break
+            size = last
+        # Tokenizer13a: '-\n' removed, then '\n' -> ' '; the line padded with a space on each
+        # side (into ``one``). '<skipped>' and the entities are the expression's rows.
+        one[0] = 0x20
+        n, k, special, dashes = 1, 0, False, False
+        while k < size:
+            b = two[k]
+            kind = _CLASSES[b]
+            if kind == 4:
+                special = True
+                break
+            if kind == 5:
+                dashes = True
+                if b == 0x2D and k + 1 < size and two[k + 1] == 0x0A:
+                    k += 2
+                    continue
+            one[n] = 0x20 if kind == 6 else b
+            n += 1
+            k += 1
+        if special:
+            done[row] = False
+            continue
+        one[n] = 0x20
+        n += 1
+        line, spare = one, two
+        if dashes:  # rules 2-4 need a '.', ',' or '-'
+            for rule in range(2, 5):
+                n = _substitute(line, n, spare, rule)
+                line, spare = spare, line
+        # ``str.split()``; rule 1 pads ``[{-~[-` -&(-+:-@/]``: each such character is a token.
+        before = tokens
+        k = 0
+        open_token = False
+        while k < n:
+            b = line[k]
+            kind = _CLASSES[b]
+            width = 1 if kind == 1 or kind == 6 else 0
+            if kind == 3:
+                width = space_length(line, k, n)
+            if width == 0 and kind != 2:
+                out_bytes[written] = b
+                written += 1
+                open_token = True
+                k += 1
+                continue
+            if open_token:
+                tokens += 1
+                out_offsets[tokens] = written
+                open_token = False
+            if width:
+                k += width
+                continue
+            out_bytes[written] = b
+            written += 1
+            tokens += 1
+            out_offsets[tokens] = written
+            k += 1
+        if open_token:
+            tokens += 1
+            out_offsets[tokens] = written
+        counts[row] = tokens - before
+    return out_offsets[: tokens + 1], out_bytes[:written], counts, done
+
+
+# --- token ids ---------------------------------------------------------------------------------
+
+
+@kernel
+def intern_pair(offsets_a: np.ndarray, bytes_a: np.ndarray, offsets_b: np.ndarray,
+                bytes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense ids of the strings of two buffers: equal bytes, equal ids (first seen, first id).
+
+    Returns ``(ids_a, ids_b, first)``: ``first[i]`` is where id ``i`` first occurs, an index
+    into ``a`` below ``len(offsets_a) - 1`` and into ``b`` (minus that) from there on.
+    """
+    count_a, count_b = len(offsets_a) - 1, len(offsets_b) - 1
+    total = count_a + count_b
+    capacity = 1024
+    while capacity < 2 * min(total, 1 << 16):
+        capacity *= 2
+    slots = np.empty(capacity, dtype=np.int32)
+    slots[:] = -1
+    hashes = np.empty(max(total, 1), dtype=np.uint64)
+    first = np.empty(max(total, 1), dtype=np.int64)
+    ids_a = np.empty(count_a, dtype=np.int32)
+    ids_b = np.empty(count_b, dtype=np.int32)
+    n_ids = 0
+    for index in range(total):
+        in_a = index < count_a
+        buf = bytes_a if in_a else bytes_b
+        start = offsets_a[index] if in_a else offsets_b[index - count_a]
+        end = offsets_a[index + 1] if in_a else offsets_b[index - count_a + 1]
+        h = _FNV_OFFSET  # FNV-1a, high half folded in
+        for k in range(start, end):
+            h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
+        h ^= h >> _SHIFT
+        mask = capacity - 1
+        slot = np.int64(h & np.uint64(mask))
+        found = -1
+        while slots[slot] >= 0:
+            candidate = slots[slot]
+            if hashes[candidate] == h:
+                seen = first[candidate]
+                old_in_a = seen < count_a
+                old = bytes_a if old_in_a else bytes_b
+                old_start = offsets_a[seen] if old_in_a else offsets_b[seen - count_a]
+                old_end = offsets_a[seen + 1] if old_in_a else offsets_b[seen - count_a + 1]
+                same = old_end - old_start == end - start
+                k = 0
+                while same and k < end - start:
+                    same = old[old_start + k] == buf[start + k]
+                    k += 1
+                if same:
+                    found = candidate
+                    break
+            slot = (slot + 1) & mask
+        if found < 0:
+            found = n_ids
+            slots[slot] = found
+            hashes[found] = h
+            first[found] = index
+            n_ids += 1
+            if 2 * n_ids > capacity:  # grow: every id rehashed into twice the slots
+                capacity *= 2
+                mask = capacity - 1
+                slots = np.empty(capacity, dtype=np.int32)
+                slots[:] = -1
+                for known in range(n_ids):
+                    slot = np.int64(hashes[known] & np.uint64(mask))
+                    while slots[slot] >= 0:
+                        slot = (slot + 1) & mask
+                    slots[slot] = known
+        if in_a:
+            ids_a[index] = found
+        else:
+            ids_b[index - count_a] = found
+    return ids_a, ids_b, first[:n_ids].copy()
+
+
+@kernel
+def gather_strings(offsets_a: np.ndarray, bytes_a: np.ndarray, offsets_b: np.ndarray,
+                   bytes_b: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The strings ``which`` (indices as :func:`intern_pair`'s ``first``) as string buffers."""
+    count_a = len(offsets_a) - 1
+    out_offsets = np.zeros(len(which) + 1, dtype=np.int64)
+    for k in range(len(which)):
+        at = which[k]
+        size = offsets_a[at + 1] - offsets_a[at] if at < count_a else (
+            offsets_b[at - count_a + 1] - offsets_b[at - count_a])
+        out_offsets[k + 1] = out_offsets[k] + size
+    out_bytes = np.empty(out_offsets[-1], dtype=np.uint8)
+    for k in range(len(which)):
+        at = which[k]
+        buf = bytes_a if at < count_a else bytes_b
+        start = offsets_a[at] if at < count_a else offsets_b[at - count_a]
+        for j in range(out_offsets[k + 1] - out_offsets[k]):
+            out_bytes[out_offsets[k] + j] = buf[start + j]
+    return out_offsets, out_bytes
+
+
+# --- from columns ------------------------------------------------------------------------------
+
+
+def row_offsets(counts: np.ndarray) -> np.ndarray:
+    """Offsets (``int64``, one more than rows) of rows holding ``counts`` items each."""
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+def _flat_tokens(tokens: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """The tokens of a ``List[String]`` column in row order, and each row's count (0 for null)."""
+    counts = tokens.list.len().fill_null(0).cast(pl.Int64).to_numpy()
+    values = tokens.explode(empty_as_null=False, keep_nulls=False)
+    if values.null_count() or len(values) != int(counts.sum()):
+        raise ValueError("token lists must not contain null tokens")
+    return values.cast(pl.String), counts
+
+
+def column_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~pipeline.text.kernels.buffers.string_buffers`, read-only (:func:`frozen`)."""
+    offsets, data, valid = string_buffers(texts)
+    return frozen(offsets), frozen(data), valid
+
+
+def token_ids_of_lists(hyp: pl.Series, ref: pl.Series) -> TokenIds:
+    """:class:`TokenIds` of two ``List[String]`` columns (a null list has no tokens)."""
+    hyp_values, hyp_counts = _flat_tokens(hyp)
+    ref_values, ref_counts = _flat_tokens(ref)
+    hyp_offsets, hyp_bytes, _ = column_buffers(hyp_values)
+    ref_offsets, ref_bytes, _ = column_buffers(ref_values)
+    hyp_ids, ref_ids, first = intern_pair(hyp_offsets, hyp_bytes, ref_offsets, ref_bytes)
+    return TokenIds(hyp_ids, row_offsets(hyp_counts), ref_ids, row_offsets(ref_counts),
+                    max(len(first), 1))
+
+
+def empty_token_ids(rows: int) -> TokenIds:
+    """:class:`TokenIds` of ``rows`` rows without tokens."""
+    offsets = np.zeros(rows + 1, dtype=np.int64)
+    return TokenIds(_EMPTY_IDS, offsets, _EMPTY_IDS, offsets, 1)
