@@ -109,7 +109,8 @@ def word_table(words: list[str], points: np.ndarray, foreign: np.ndarray) -> Wor
     slot_words = np.full(size, -1, dtype=np.int32)
     foreign_filter = np.zeros(_FILTER_MASK + 1, dtype=np.uint8)
     for j, word in enumerate(encoded):
-        slot = _slot(_key(word), size - 1)
+        # _slot in Python: no compiled function is loaded at import.
+        slot = (int(_key(word)) * int(_MULTIPLIER) % (1 << 64)) >> int(_SHIFT) & (size - 1)
         while keys[slot]:
             slot = (slot + 1) & (size - 1)
         keys[slot], slot_words[slot] = _key(word), j
