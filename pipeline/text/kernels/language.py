@@ -46,8 +46,9 @@ NOT_READ = -1
 #: The longest function word in UTF-8 bytes: a key of :class:`WordTable`.
 WORD_BYTES = 8
 
-# Helpers called once per word or text: inlined (a call costs more than their work).
-_inline = numba.njit(cache=True, nogil=True, inline="always")
+# Helpers called once per word or text: compiled on their own (LLVM inlines them where it
+# pays; numba-level inlining, inline="always", made the first compile seconds longer).
+_inline = numba.njit(cache=True, nogil=True)
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of the word table's keys
 _SHIFT = np.uint64(40)
 # The screen's filter: a rolling hash of each word (h * 33 + byte), its low 16 bits.

@@ -178,6 +178,28 @@ def _pair_overlap(
 
 
 @kernel
+def _order_by_hash(hashes: np.ndarray) -> np.ndarray:
+    """The positions of ``hashes`` in ascending order (Shell sort: ``np.argsort`` compiles
+    numba's quicksort, seconds of the first run, for lists of a few hundred tokens)."""
+    n = len(hashes)
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[i] = i
+    gap = n // 2
+    while gap > 0:
+        for i in range(gap, n):
+            item = order[i]
+            key = hashes[item]
+            j = i
+            while j >= gap and hashes[order[j - gap]] > key:
+                order[j] = order[j - gap]
+                j -= gap
+            order[j] = item
+        gap //= 2
+    return order
+
+
+@kernel
 def multiset_overlaps(
     lists_a: np.ndarray, offsets_a: np.ndarray, data_a: np.ndarray,
     lists_b: np.ndarray, offsets_b: np.ndarray, data_b: np.ndarray,
@@ -209,8 +231,8 @@ def multiset_overlaps(
         hash_b = np.empty(b1 - b0, dtype=np.uint64)
         for y in range(b0, b1):
             hash_b[y - b0] = _fnv1a(data_b, offsets_b[y], offsets_b[y + 1])
-        order_a = np.argsort(hash_a)
-        order_b = np.argsort(hash_b)
+        order_a = _order_by_hash(hash_a)
+        order_b = _order_by_hash(hash_b)
         p = 0
         q = 0
         count = 0
