@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io.atomic import atomic_path, check_output_file
 from pipeline.io.layout import SCORES_FILE, TEXTS_FILE
-from pipeline.metrics.common import python_round
+from pipeline.metrics.arithmetic import python_round
 from pipeline.schema import InputError
 
 #: A frame in memory or a lazy one: the export's steps take either.

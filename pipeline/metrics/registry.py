@@ -19,7 +19,7 @@ import polars as pl
 from pipeline.config import Config
 from pipeline.config import did_you_mean as _did_you_mean
 from pipeline.metrics import text_specs
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.metrics.composite import composite_specs
 from pipeline.metrics.qa import abstention, answer, answer_mlqa, citation, usage
 from pipeline.metrics.retrieval import retrieval_specs

@@ -67,7 +67,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.metrics.common import flag, python_round, sum_in_order
+from pipeline.metrics.arithmetic import flag, python_round, sum_in_order
 from pipeline.metrics.composite.quality import band_feedback
 from pipeline.rules.overall import (
     ABSTENTION_INPUTS,

@@ -60,7 +60,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.common import flag, safe_div
+from pipeline.metrics.arithmetic import flag, safe_div
 from pipeline.metrics.lexical.keywords import keyword_words
 from pipeline.rules.quality import (
     WORD_UNITS,

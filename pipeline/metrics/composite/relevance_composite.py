@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.metrics.common import flag, sum_in_order
+from pipeline.metrics.arithmetic import flag, sum_in_order
 from pipeline.rules.relevance import COMPOSITE_INPUTS, RelevanceRules, any_pattern
 from pipeline.text.tokenize import punctuation_deleted_words
 

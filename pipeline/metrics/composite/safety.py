@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.rules.safety import DETECT_UNBALANCED, BiasCategory, SafetyRules
 
 

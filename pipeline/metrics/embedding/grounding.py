@@ -48,7 +48,7 @@ from pipeline.config import (
     DEFAULT_TAU_SIM,
     GROUNDING_RULES,
 )
-from pipeline.metrics.common import safe_div
+from pipeline.metrics.arithmetic import safe_div
 from pipeline.metrics.embedding import support
 from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.metrics.qa.citation import parse_citation_markers, strip_citation_markers

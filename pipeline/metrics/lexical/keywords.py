@@ -92,7 +92,7 @@ from types import MappingProxyType
 import polars as pl
 import simplemma
 
-from pipeline.metrics.common import safe_div
+from pipeline.metrics.arithmetic import safe_div
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, bundled_file, read_text
 from pipeline.text import wordnet
 from pipeline.text.charclasses import space_class

@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.metrics.common import safe_div, share_found
+from pipeline.metrics.arithmetic import safe_div, share_found
 from pipeline.text.charclasses import word_class
 from pipeline.text.numbers import UNITS, as_digits_series
 from pipeline.text.rouge_tokenize import character_token_class

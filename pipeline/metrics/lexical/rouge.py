@@ -43,7 +43,7 @@ from functools import partial
 import numpy as np
 import polars as pl
 
-from pipeline.metrics.common import harmonic_mean, safe_div
+from pipeline.metrics.arithmetic import harmonic_mean, safe_div
 from pipeline.text.kernels.bleu import TokenParts, token_ids_of_lists
 from pipeline.text.kernels.buffers import with_nulls
 from pipeline.text.kernels.rouge import part_statistics

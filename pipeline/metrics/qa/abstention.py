@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from pipeline.config import DEFAULT_ABSTENTION_PHRASES
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.metrics.qa.citation import strip_citation_markers
 from pipeline.text.markers import CITATION_MARKER
 from pipeline.text.normalize import lower_collapse, squad_normalize

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.text.kernels.squad import multiset_overlap_batch
 
 

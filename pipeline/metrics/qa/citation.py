@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.metrics.common import harmonic_mean, safe_div
+from pipeline.metrics.arithmetic import harmonic_mean, safe_div
 from pipeline.text.kernels.citations import cited_numbers_batch
 from pipeline.text.markers import CITATION_MARKER
 

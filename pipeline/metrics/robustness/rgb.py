@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.text.normalize import collapse_whitespace, python_lower
 
 #: Rejection phrases of the official script (case-sensitive).

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.metrics.robustness.rgb import TOKEN_RECALL_THRESHOLD, all_groups_matched
 from pipeline.metrics.robustness.rgb_detect import fake_denied
 from pipeline.text.normalize import collapse_whitespace, python_lower

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics.common import flag
+from pipeline.metrics.arithmetic import flag
 from pipeline.metrics.qa.abstention import fold, fold_phrases
 from pipeline.rules.rgb import (
     DEFAULT_ERROR_KEYWORDS,

@@ -1,4 +1,5 @@
-"""Shared numeric conventions for metric expressions."""
+"""Shared arithmetic conventions of metric expressions: safe division with a stated empty value,
+harmonic means, flags, exact float sums and CPython-exact rounding."""
 
 from __future__ import annotations
 
