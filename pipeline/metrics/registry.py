@@ -116,7 +116,7 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
     columns.update(composite_specs.intermediates(inputs, needed, clean))
     columns.update(retrieval_specs.intermediates(inputs, needed))
     stages = [{RESPONSE: response}, columns, alternatives,
-              overlaps | text_specs.token_intermediates(needed)]
+              overlaps]
     return [stage for stage in stages if stage]
 
 

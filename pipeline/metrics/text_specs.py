@@ -80,13 +80,6 @@ def intermediates(inputs: Inputs, needed: set[str], response: pl.Expr) -> dict[s
     return columns
 
 
-def token_intermediates(needed: set[str]) -> dict[str, pl.Expr]:
-    """Columns computed from the columns of :func:`intermediates` (a later stage): none now,
-    since the ROUGE and BLEU statistics come from the texts in one stage."""
-    del needed
-    return {}
-
-
 def _framework_keywords(inputs: Inputs) -> bool:
     """Under the enhanced-framework preset the keyword metrics key texts, and find keywords, as
     that framework does (WordNet; :mod:`pipeline.metrics.lexical.keywords`)."""
