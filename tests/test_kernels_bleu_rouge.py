@@ -40,7 +40,9 @@ ascii_word = st.sampled_from(ASCII_WORDS) | st.text(
 mixed_text = st.lists(word, max_size=25).map(" ".join)
 ascii_text = st.lists(ascii_word, max_size=25).map(" ".join)
 any_text = st.one_of(mixed_text, ascii_text, st.none())
-pairs = st.lists(st.tuples(any_text, any_text), min_size=1, max_size=8)
+# Whole columns per example (10-30 rows in one polars run): as many rows as before are compared
+# with the packages at a fraction of the polars calls.
+pairs = st.lists(st.tuples(any_text, any_text), min_size=10, max_size=30)
 SCORERS = {stem: rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stem)
            for stem in (False, True)}
 
@@ -80,7 +82,7 @@ def test_space_points_are_the_interpreters() -> None:
     assert spaces == SPACE_POINTS
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(rows=pairs)
 def test_bleu_statistics_and_scores_equal_sacrebleu(rows) -> None:
     data = frame(rows)
@@ -100,7 +102,7 @@ def test_bleu_statistics_and_scores_equal_sacrebleu(rows) -> None:
         assert score == min(sacrebleu.sentence_bleu(hyp, [ref]).score / 100, 1.0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(rows=pairs, data=st.data())
 def test_auto_bleu_statistics_equal_the_expression_tokens(rows, data) -> None:
     langs = data.draw(st.lists(st.sampled_from(["en", "zh", "ja", None, "ko", "fr"]),
@@ -118,7 +120,7 @@ def test_auto_bleu_statistics_equal_the_expression_tokens(rows, data) -> None:
     assert got.equals(expected)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(rows=pairs, stem=st.booleans())
 def test_rouge_statistics_equal_rouge_score(rows, stem) -> None:
     got = frame(rows).select(
@@ -133,7 +135,7 @@ def test_rouge_statistics_equal_rouge_score(rows, stem) -> None:
         assert row == rouge_expected(hyp, ref, scorer._tokenizer.tokenize)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(rows=pairs, stem=st.booleans(), tokenizer=st.sampled_from(["auto", "unicode"]),
        data=st.data())
 def test_rouge_statistics_of_every_tokenizer_equal_the_expression(rows, stem, tokenizer, data
