@@ -265,8 +265,10 @@ texts = st.lists(
 ).map(lambda parts: "".join(word + sep for word, sep in parts))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(texts, texts), min_size=1, max_size=8))
+# Batches of 8-20 pairs (hypothesis draws lists near their minimum size): as many pairs as
+# before against the oracle, at a fraction of the polars runs.
+@settings(max_examples=62, deadline=None)
+@given(st.lists(st.tuples(texts, texts), min_size=8, max_size=20))
 def test_equals_oracle(pairs):
     responses, references = [p[0] for p in pairs], [p[1] for p in pairs]
     found = frame(t=references).select(keywords(pl.col("t"))).to_series()
