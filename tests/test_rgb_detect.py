@@ -131,7 +131,9 @@ def _oracle(text: str | None, phrases: list[str]) -> str | None:
     return next((p for p in phrases if fold(p) and fold(p) in folded), None)
 
 
-@settings(max_examples=60, deadline=None)
+# Batches of 8-25 texts (hypothesis draws lists near their minimum size): as many texts as
+# before against the oracle, at a third of the polars runs.
+@settings(max_examples=20, deadline=None)
 @given(
     texts=st.lists(
         st.one_of(
@@ -145,8 +147,8 @@ def _oracle(text: str | None, phrases: list[str]) -> str | None:
             ),
             st.text(max_size=20),
         ),
-        min_size=1,
-        max_size=8,
+        min_size=8,
+        max_size=25,
     ),
     chinese=st.booleans(),
 )
