@@ -27,7 +27,6 @@ from pipeline.metrics.robustness import rgb_specs
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs, MetricSpec, candidate
 from pipeline.text.language import LATIN
 from pipeline.text.normalize import lower_collapse
-from pipeline.text.tokenize import squad_tokens
 
 __all__ = ["FAMILIES", "REGISTRY", "Inputs", "MetricSpec", "resolve"]
 
@@ -42,6 +41,10 @@ def _tokens(k: int) -> str:
 
 #: SQuAD tokens of every entry of ``references`` (a list of token lists).
 _ALTERNATIVE_TOKENS = "_alternative_tokens"
+
+
+#: Answer EM and F1 of every row when all rows are scored by SQuAD v2 (struct em, f1).
+_ANSWER_SCORES = "_answer_scores"
 
 
 def _overlap(k: int) -> str:
@@ -66,8 +69,10 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
     stage is always ``_response`` (the response, without citation markers when the config says
     so), the text that answer, lexical and semantic metrics compare.
 
-    ``needed`` names groups: ``_tokens`` (SQuAD tokens of the response and every candidate),
-    ``_overlap`` (their multiset overlap, which needs ``_tokens``),
+    ``needed`` names groups: ``_tokens`` (SQuAD tokens of the response and every candidate;
+    when every row is scored by SQuAD v2, the struct ``_answer_scores`` of answer EM and F1
+    instead, :func:`pipeline.metrics.qa.answer.answer_scores`), ``_overlap`` (their multiset
+    overlap, which needs ``_tokens``; nothing more under SQuAD v2),
     ``_lowered`` (lowercased, whitespace-collapsed texts), ``_predicted_citations``, and the
     groups of :func:`pipeline.metrics.text_specs.intermediates` and
     :func:`pipeline.metrics.composite.composite_specs.intermediates`.
@@ -80,26 +85,27 @@ def intermediates(inputs: Inputs, needed: Iterable[str]) -> list[dict[str, pl.Ex
     alternatives: dict[str, pl.Expr] = {}
     overlaps: dict[str, pl.Expr] = {}
     clean = pl.col(RESPONSE)
-    if "_tokens" in needed:
-        squad = _squad_rows(inputs.config)
-        if squad is None:  # every row by SQuAD v2: the tokens of the official script
-            columns["_response_tokens"] = squad_tokens(clean)
-            columns[_tokens(0)] = squad_tokens(candidate(0))
-        else:  # SQuAD v2 on the Latin rows, MLQA's rules of the row's language elsewhere
-            columns["_response_tokens"] = answer_mlqa.answer_tokens(clean, pl.col("lang"), squad)
-            columns[_tokens(0)] = answer_mlqa.answer_tokens(candidate(0), pl.col("lang"), squad)
+    squad = _squad_rows(inputs.config)
+    if "_tokens" in needed and squad is None:
+        # Every row by SQuAD v2: EM and F1 in one pass over the texts, no token columns.
+        columns[_ANSWER_SCORES] = answer.answer_scores(
+            clean, candidate(0), pl.col("references") if inputs.n_candidates > 1 else None,
+            inputs.n_candidates,
+        )
+    elif "_tokens" in needed and squad is not None:  # MLQA's rules off the Latin rows
+        columns["_response_tokens"] = answer_mlqa.answer_tokens(clean, pl.col("lang"), squad)
+        columns[_tokens(0)] = answer_mlqa.answer_tokens(candidate(0), pl.col("lang"), squad)
         if inputs.n_candidates > 1:
             # Every alternative reference tokenized in one pass over the list elements, not
             # once per candidate position over mostly null columns.
-            columns[_ALTERNATIVE_TOKENS] = (
-                pl.col("references").list.eval(squad_tokens(pl.element())) if squad is None
-                else answer_mlqa.answer_tokens_each(pl.col("references"), pl.col("lang"), squad)
+            columns[_ALTERNATIVE_TOKENS] = answer_mlqa.answer_tokens_each(
+                pl.col("references"), pl.col("lang"), squad
             )
         for k in range(1, inputs.n_candidates):
             alternatives[_tokens(k)] = pl.col(_ALTERNATIVE_TOKENS).list.get(
                 k - 1, null_on_oob=True
             )
-    if "_overlap" in needed:
+    if "_overlap" in needed and squad is not None:
         for k in range(inputs.n_candidates):
             overlaps[_overlap(k)] = answer.multiset_overlap(
                 pl.col("_response_tokens"), pl.col(_tokens(k))
@@ -133,27 +139,22 @@ def _squad_rows(config: Config) -> pl.Expr | None:
 
 
 def _answer_em(inputs: Inputs) -> pl.Expr:
+    squad = _squad_rows(inputs.config)
+    if squad is None:
+        return pl.col(_ANSWER_SCORES).struct.field("em")
     response = pl.col("_response_tokens")
     refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
-    squad = _squad_rows(inputs.config)
-    if squad is not None:
-        return answer_mlqa.answer_em(response, refs, squad)
-    scores = [answer.exact_match(response, ref) for ref in refs]
-    return answer.best_over_references(scores, refs, response).cast(pl.Int8)
+    return answer_mlqa.answer_em(response, refs, squad)
 
 
 def _answer_f1(inputs: Inputs) -> pl.Expr:
+    squad = _squad_rows(inputs.config)
+    if squad is None:
+        return pl.col(_ANSWER_SCORES).struct.field("f1")
     response = pl.col("_response_tokens")
     refs = [pl.col(_tokens(k)) for k in range(inputs.n_candidates)]
-    squad = _squad_rows(inputs.config)
-    if squad is not None:
-        overlaps = [pl.col(_overlap(k)) for k in range(inputs.n_candidates)]
-        return answer_mlqa.answer_f1(response, refs, squad, overlaps)
-    scores = [
-        answer.f1_from_counts(response.list.len(), ref.list.len(), pl.col(_overlap(k)))
-        for k, ref in enumerate(refs)
-    ]
-    return answer.best_over_references(scores, refs, response)
+    overlaps = [pl.col(_overlap(k)) for k in range(inputs.n_candidates)]
+    return answer_mlqa.answer_f1(response, refs, squad, overlaps)
 
 
 def _answer_em_strict(inputs: Inputs) -> pl.Expr:

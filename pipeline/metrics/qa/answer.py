@@ -17,11 +17,15 @@ Conventions (all from the official script):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
+import numpy as np
 import polars as pl
 
 from pipeline.metrics.arithmetic import flag
-from pipeline.text.kernels.squad import multiset_overlap_batch
+from pipeline.text.kernels.buffers import with_nulls
+from pipeline.text.kernels.squad import multiset_overlap_batch, squad_em_f1_batch
+from pipeline.text.tokenize import squad_tokens
 
 
 def multiset_overlap(left: pl.Expr, right: pl.Expr) -> pl.Expr:
@@ -86,6 +90,82 @@ def best_over_references(
     ]
     all_empty_score = (prediction_tokens.list.len() == 0).cast(pl.Float64)
     return pl.max_horizontal(non_empty).fill_null(all_empty_score)
+
+
+#: The fields of :func:`answer_scores`.
+SCORES = pl.Struct({"em": pl.Int8, "f1": pl.Float64})
+
+
+def answer_scores(
+    response: pl.Expr, reference: pl.Expr, references: pl.Expr | None, n_candidates: int = 1
+) -> pl.Expr:
+    """EM and F1 (struct ``{em: Int8, f1: Float64}``) of the response against the reference and
+    the first ``n_candidates - 1`` entries of ``references``, maximum over them as
+    ``get_raw_scores`` takes it (:func:`best_over_references`); null where the response is null.
+
+    Rows whose texts are all pure ASCII are scored by one compiled kernel over the columns'
+    buffers (:func:`pipeline.text.kernels.squad.squad_em_f1`) without building token lists;
+    the others by :func:`squad_tokens`, :func:`exact_match` and :func:`f1_from_counts`.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"p": ["The cat"], "r": ["cat"]})
+    >>> frame.select(answer_scores(pl.col("p"), pl.col("r"), None)).item()
+    {'em': 1, 'f1': 1.0}
+    """
+    fields = [response.alias("response"), reference.alias("reference")]
+    if n_candidates > 1:
+        if references is None:
+            raise ValueError("n_candidates > 1 needs the references column")
+        fields.append(references.alias("references"))
+    return pl.struct(fields).map_batches(
+        partial(_scores_batch, n_candidates=n_candidates), return_dtype=SCORES,
+        is_elementwise=True,
+    )
+
+
+def _scores_batch(batch: pl.Series, *, n_candidates: int) -> pl.Series:
+    frame = batch.struct.unnest()
+    references = frame["references"] if n_candidates > 1 else None
+    em, f1, valid, handled = squad_em_f1_batch(
+        frame["response"], frame["reference"], references, n_candidates - 1
+    )
+    rest = np.flatnonzero(~handled)
+    if len(rest):  # rows with a non-ASCII text, by the token expressions of the full rules
+        scores = _scores_by_tokens(frame[rest], n_candidates)
+        em[rest] = scores["em"].fill_null(0).to_numpy()
+        f1[rest] = scores["f1"].fill_null(0.0).to_numpy()
+        valid = valid.copy()
+        valid[rest] = scores["em"].is_not_null().to_numpy()
+    return pl.DataFrame(
+        [with_nulls("em", em, valid), with_nulls("f1", f1, valid)]
+    ).to_struct(batch.name)
+
+
+def _scores_by_tokens(frame: pl.DataFrame, n_candidates: int) -> pl.DataFrame:
+    response = pl.col("_response_tokens")
+    refs = [pl.col(f"_ref_tokens_{k}") for k in range(n_candidates)]
+    tokens = {"_response_tokens": squad_tokens(pl.col("response")),
+              "_ref_tokens_0": squad_tokens(pl.col("reference"))}
+    if n_candidates > 1:
+        tokens["_alternative_tokens"] = pl.col("references").list.eval(
+            squad_tokens(pl.element())
+        )
+    alternatives = {
+        f"_ref_tokens_{k}": pl.col("_alternative_tokens").list.get(k - 1, null_on_oob=True)
+        for k in range(1, n_candidates)
+    }
+    overlaps = [multiset_overlap(response, ref) for ref in refs]
+    f1_scores = [
+        f1_from_counts(response.list.len(), ref.list.len(), overlap)
+        for ref, overlap in zip(refs, overlaps, strict=True)
+    ]
+    em_scores = [exact_match(response, ref) for ref in refs]
+    return (
+        frame.lazy().with_columns(**tokens).with_columns(**alternatives)
+        .select(em=best_over_references(em_scores, refs, response).cast(pl.Int8),
+                f1=best_over_references(f1_scores, refs, response))
+        .collect()
+    )
 
 
 def strict_exact_match(prediction: pl.Expr, reference: pl.Expr) -> pl.Expr:

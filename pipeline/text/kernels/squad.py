@@ -200,6 +200,60 @@ def _order_by_hash(hashes: np.ndarray) -> np.ndarray:
 
 
 @kernel
+def _row_overlap(
+    lists_a: np.ndarray, offsets_a: np.ndarray, data_a: np.ndarray, a0: int, a1: int,
+    lists_b: np.ndarray, offsets_b: np.ndarray, data_b: np.ndarray, b0: int, b1: int,
+    used: np.ndarray,
+) -> int:
+    """Multiset overlap of tokens ``a0:a1`` and ``b0:b1`` (``used`` holds ``b1 - b0``)."""
+    if a1 == a0 or b1 == b0:
+        return 0
+    if (a1 - a0) * (b1 - b0) <= _SMALL_PAIR:
+        return _pair_overlap(lists_a, offsets_a, data_a, a0, a1,
+                             lists_b, offsets_b, data_b, b0, b1, used)
+    hash_a = np.empty(a1 - a0, dtype=np.uint64)
+    for x in range(a0, a1):
+        hash_a[x - a0] = _fnv1a(data_a, offsets_a[x], offsets_a[x + 1])
+    hash_b = np.empty(b1 - b0, dtype=np.uint64)
+    for y in range(b0, b1):
+        hash_b[y - b0] = _fnv1a(data_b, offsets_b[y], offsets_b[y + 1])
+    order_a = _order_by_hash(hash_a)
+    order_b = _order_by_hash(hash_b)
+    p = 0
+    q = 0
+    count = 0
+    while p < len(order_a) and q < len(order_b):
+        ha = hash_a[order_a[p]]
+        hb = hash_b[order_b[q]]
+        if ha < hb:
+            p += 1
+        elif hb < ha:
+            q += 1
+        else:
+            p_end = p
+            while p_end < len(order_a) and hash_a[order_a[p_end]] == ha:
+                p_end += 1
+            q_end = q
+            while q_end < len(order_b) and hash_b[order_b[q_end]] == hb:
+                q_end += 1
+            used[: q_end - q] = False
+            for u in range(p, p_end):
+                x = a0 + order_a[u]
+                for v in range(q, q_end):
+                    y = b0 + order_b[v]
+                    if not used[v - q] and _same_bytes(
+                        data_a, offsets_a[x], offsets_a[x + 1],
+                        data_b, offsets_b[y], offsets_b[y + 1],
+                    ):
+                        used[v - q] = True
+                        count += 1
+                        break
+            p = p_end
+            q = q_end
+    return count
+
+
+@kernel
 def multiset_overlaps(
     lists_a: np.ndarray, offsets_a: np.ndarray, data_a: np.ndarray,
     lists_b: np.ndarray, offsets_b: np.ndarray, data_b: np.ndarray,
@@ -217,55 +271,103 @@ def multiset_overlaps(
         longest = max(longest, lists_b[i + 1] - lists_b[i], lists_a[i + 1] - lists_a[i])
     used = np.zeros(longest, dtype=np.bool_)
     for i in range(n):
-        a0, a1 = lists_a[i], lists_a[i + 1]
-        b0, b1 = lists_b[i], lists_b[i + 1]
-        if a1 == a0 or b1 == b0:
-            continue
-        if (a1 - a0) * (b1 - b0) <= _SMALL_PAIR:
-            result[i] = _pair_overlap(lists_a, offsets_a, data_a, a0, a1,
-                                      lists_b, offsets_b, data_b, b0, b1, used)
-            continue
-        hash_a = np.empty(a1 - a0, dtype=np.uint64)
-        for x in range(a0, a1):
-            hash_a[x - a0] = _fnv1a(data_a, offsets_a[x], offsets_a[x + 1])
-        hash_b = np.empty(b1 - b0, dtype=np.uint64)
-        for y in range(b0, b1):
-            hash_b[y - b0] = _fnv1a(data_b, offsets_b[y], offsets_b[y + 1])
-        order_a = _order_by_hash(hash_a)
-        order_b = _order_by_hash(hash_b)
-        p = 0
-        q = 0
-        count = 0
-        while p < len(order_a) and q < len(order_b):
-            ha = hash_a[order_a[p]]
-            hb = hash_b[order_b[q]]
-            if ha < hb:
-                p += 1
-            elif hb < ha:
-                q += 1
-            else:
-                p_end = p
-                while p_end < len(order_a) and hash_a[order_a[p_end]] == ha:
-                    p_end += 1
-                q_end = q
-                while q_end < len(order_b) and hash_b[order_b[q_end]] == hb:
-                    q_end += 1
-                used[: q_end - q] = False
-                for u in range(p, p_end):
-                    x = a0 + order_a[u]
-                    for v in range(q, q_end):
-                        y = b0 + order_b[v]
-                        if not used[v - q] and _same_bytes(
-                            data_a, offsets_a[x], offsets_a[x + 1],
-                            data_b, offsets_b[y], offsets_b[y + 1],
-                        ):
-                            used[v - q] = True
-                            count += 1
-                            break
-                p = p_end
-                q = q_end
-        result[i] = count
+        result[i] = _row_overlap(lists_a, offsets_a, data_a, lists_a[i], lists_a[i + 1],
+                                 lists_b, offsets_b, data_b, lists_b[i], lists_b[i + 1], used)
     return result
+
+
+@kernel
+def _same_tokens(
+    offsets_a: np.ndarray, data_a: np.ndarray, a0: int, a1: int,
+    offsets_b: np.ndarray, data_b: np.ndarray, b0: int, b1: int,
+) -> bool:
+    if a1 - a0 != b1 - b0:
+        return False
+    for k in range(a1 - a0):
+        if not _same_bytes(data_a, offsets_a[a0 + k], offsets_a[a0 + k + 1],
+                           data_b, offsets_b[b0 + k], offsets_b[b0 + k + 1]):
+            return False
+    return True
+
+
+@kernel
+def _f1(n_pred: int, n_ref: int, n_same: int) -> float:
+    """``compute_f1`` from counts, in the float operations of ``answer.f1_from_counts``."""
+    if n_pred == 0 or n_ref == 0:
+        return 1.0 if n_pred == n_ref else 0.0
+    if n_same == 0:
+        return 0.0
+    precision = n_same / n_pred
+    recall = n_same / n_ref
+    return (2.0 * precision * recall) / (precision + recall)
+
+
+@kernel
+def squad_em_f1(
+    resp_lists: np.ndarray, resp_offsets: np.ndarray, resp_data: np.ndarray,
+    resp_valid: np.ndarray, resp_wide: np.ndarray,
+    ref_lists: np.ndarray, ref_offsets: np.ndarray, ref_data: np.ndarray,
+    ref_wide: np.ndarray,
+    alt_rows: np.ndarray, alt_lists: np.ndarray, alt_offsets: np.ndarray,
+    alt_data: np.ndarray, alt_wide: np.ndarray, n_alternatives: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``get_raw_scores``' EM and F1 of each row from the tokens of :func:`ascii_tokens`:
+    ``(em, f1, handled)``.
+
+    The candidates of row ``i`` are the reference, then the first ``n_alternatives`` entries
+    ``alt_rows[i]:alt_rows[i + 1]`` of the alternatives. A null or empty candidate is skipped;
+    with none left the score is against ``""``: 1 when the response has no tokens, else 0. A row
+    whose response or any candidate is wide is not handled (left to the Unicode rules); a null
+    response is handled and its scores are meaningless (null to the caller).
+    """
+    n = len(resp_lists) - 1
+    em = np.zeros(n, dtype=np.int8)
+    f1 = np.zeros(n, dtype=np.float64)
+    handled = np.ones(n, dtype=np.bool_)
+    longest = 1
+    for i in range(n):
+        longest = max(longest, ref_lists[i + 1] - ref_lists[i])
+    for j in range(len(alt_lists) - 1):
+        longest = max(longest, alt_lists[j + 1] - alt_lists[j])
+    used = np.zeros(longest, dtype=np.bool_)
+    for i in range(n):
+        if not resp_valid[i]:
+            continue
+        alt_end = min(alt_rows[i + 1], alt_rows[i] + n_alternatives)
+        if resp_wide[i] or ref_wide[i]:
+            handled[i] = False
+            continue
+        for j in range(alt_rows[i], alt_end):
+            if alt_wide[j]:
+                handled[i] = False
+                break
+        if not handled[i]:
+            continue
+        a0, a1 = resp_lists[i], resp_lists[i + 1]
+        best_em = -1
+        best_f1 = -1.0
+        for c in range(alt_rows[i] - 1, alt_end):
+            if c < alt_rows[i]:  # the reference
+                lists_b, offsets_b, data_b = ref_lists, ref_offsets, ref_data
+                b0, b1 = ref_lists[i], ref_lists[i + 1]
+            else:
+                lists_b, offsets_b, data_b = alt_lists, alt_offsets, alt_data
+                b0, b1 = alt_lists[c], alt_lists[c + 1]
+            if b1 == b0:
+                continue
+            same = _same_tokens(resp_offsets, resp_data, a0, a1, offsets_b, data_b, b0, b1)
+            best_em = max(best_em, 1 if same else 0)
+            n_same = _row_overlap(resp_lists, resp_offsets, resp_data, a0, a1,
+                                  lists_b, offsets_b, data_b, b0, b1, used)
+            best_f1 = max(best_f1, _f1(a1 - a0, b1 - b0, n_same))
+        if best_em < 0:
+            empty = a1 == a0
+            em[i] = 1 if empty else 0
+            f1[i] = 1.0 if empty else 0.0
+        else:
+            em[i] = best_em
+            f1[i] = best_f1
+    return em, f1, handled
 
 
 def list_buffers(column: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -287,3 +389,39 @@ def multiset_overlap_batch(left: pl.Series, right: pl.Series) -> pl.Series:
     lists_b, valid_b, offsets_b, data_b = list_buffers(right)
     counts = multiset_overlaps(lists_a, offsets_a, data_a, lists_b, offsets_b, data_b)
     return with_nulls(left.name, counts, valid_a & valid_b)
+
+
+def _ascii_token_buffers(
+    text: pl.Series,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(list_offsets, token_offsets, bytes, valid, wide)`` of a String column's tokens."""
+    offsets, data, valid = string_buffers(text)
+    list_offsets, token_offsets, out, wide = ascii_tokens(offsets, data, valid, _CLASSES, _LOWER)
+    return list_offsets, token_offsets, out, valid, wide
+
+
+def squad_em_f1_batch(
+    response: pl.Series, reference: pl.Series, references: pl.Series | None,
+    n_alternatives: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(em, f1, valid, handled)`` of :func:`squad_em_f1` over a String response, a String
+    reference and a ``List[String]`` of alternatives (None: no alternatives); ``valid`` is
+    False where the response is null."""
+    resp_lists, resp_offsets, resp_data, resp_valid, resp_wide = _ascii_token_buffers(response)
+    ref_lists, ref_offsets, ref_data, _, ref_wide = _ascii_token_buffers(reference)
+    if references is None or n_alternatives <= 0:
+        alt_rows = np.zeros(len(response) + 1, dtype=np.int64)
+        references = pl.Series([], dtype=pl.List(pl.String))
+        n_alternatives = 0
+    else:
+        lengths = references.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
+        alt_rows = np.zeros(len(references) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=alt_rows[1:])
+    values = references.explode(empty_as_null=False, keep_nulls=False)
+    alt_lists, alt_offsets, alt_data, _, alt_wide = _ascii_token_buffers(values)
+    em, f1, handled = squad_em_f1(
+        resp_lists, resp_offsets, resp_data, resp_valid, resp_wide,
+        ref_lists, ref_offsets, ref_data, ref_wide,
+        alt_rows, alt_lists, alt_offsets, alt_data, alt_wide, n_alternatives,
+    )
+    return em, f1, resp_valid, handled
