@@ -10,6 +10,7 @@ from pipeline.text.charclasses import (
     space_class,
     word_class,
 )
+from pipeline.text.kernels.buffers import with_wide_rows
 from pipeline.text.kernels.squad import squad_tokens_batch
 from pipeline.text.normalize import (
     ascii_lower_remove_punctuation,
@@ -64,13 +65,8 @@ def squad_tokens(text: pl.Expr) -> pl.Expr:
 
 def _squad_tokens_batch(text: pl.Series) -> pl.Series:
     tokens, wide = squad_tokens_batch(text)
-    if not wide.any():
-        return tokens
-    # The rows with a non-ASCII character, by the full rules (the others null to them).
-    frame = pl.DataFrame({"text": text, "tokens": tokens, "wide": wide})
-    wide_text = pl.when(pl.col("wide")).then(pl.col("text"))
-    routed = pl.when(pl.col("wide")).then(squad_tokens_unicode(wide_text))
-    return frame.select(routed.otherwise(pl.col("tokens"))).to_series().alias(text.name)
+    # The rows with a non-ASCII character, by the full rules.
+    return with_wide_rows(text, tokens, wide, squad_tokens_unicode)
 
 
 def squad_tokens_unicode(text: pl.Expr) -> pl.Expr:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.metrics.arithmetic import harmonic_mean, safe_div
+from pipeline.text.kernels.buffers import with_wide_rows
 from pipeline.text.kernels.citations import cited_numbers_batch
 from pipeline.text.markers import CITATION_MARKER
 
@@ -49,13 +50,8 @@ def strip_citation_markers(text: pl.Expr) -> pl.Expr:
 
 def _parse_batch(text: pl.Series) -> pl.Series:
     numbers, wide = cited_numbers_batch(text)
-    if not wide.any():
-        return numbers
-    # The rows with a non-ASCII character, by the polars expression (the others null to it).
-    frame = pl.DataFrame({"text": text, "numbers": numbers, "wide": wide})
-    wide_text = pl.when(pl.col("wide")).then(pl.col("text"))
-    routed = pl.when(pl.col("wide")).then(parse_citation_markers_unicode(wide_text))
-    return frame.select(routed.otherwise(pl.col("numbers"))).to_series().alias(text.name)
+    # The rows with a non-ASCII character, by the polars expression.
+    return with_wide_rows(text, numbers, wide, parse_citation_markers_unicode)
 
 
 def predicted_citations(citations: pl.Expr, response: pl.Expr) -> pl.Expr:

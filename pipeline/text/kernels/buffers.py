@@ -7,6 +7,7 @@ null). Views of the Arrow memory where Arrow allows it, so a kernel reads the co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -61,3 +62,19 @@ def with_nulls(name: str, values: np.ndarray, valid: np.ndarray) -> pl.Series:
     if bool(valid.all()):
         return pl.Series(name, values)
     return pl.Series(name, pa.array(values, mask=~valid))
+
+
+def with_wide_rows(
+    text: pl.Series,
+    ascii_result: pl.Series,
+    wide: np.ndarray,
+    fallback: Callable[[pl.Expr], pl.Expr],
+) -> pl.Series:
+    """``ascii_result`` (a kernel's, for the ASCII rows) with the ``wide`` rows (a non-ASCII
+    character) computed by the expression ``fallback`` over ``text`` (the others null to it)."""
+    if not wide.any():
+        return ascii_result
+    frame = pl.DataFrame({"text": text, "fast": ascii_result, "wide": wide})
+    wide_text = pl.when(pl.col("wide")).then(pl.col("text"))
+    routed = pl.when(pl.col("wide")).then(fallback(wide_text)).otherwise(pl.col("fast"))
+    return frame.select(routed).to_series().alias(text.name)
