@@ -5,11 +5,13 @@ the readings of every text."""
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from pipeline.text import refusals
 from pipeline.text.numbers import _read_digits, as_digits_series
 from pipeline.text.refusals import REFUSAL_FACTORS, may_refuse, refuses, refuses_all
 
@@ -60,6 +62,19 @@ def test_refusal_prefilter_changes_no_verdict(texts: pl.DataFrame) -> None:
 def test_refusal_factors_are_strings_of_the_patterns() -> None:
     assert "no idea" in REFUSAL_FACTORS and "无法回答" not in REFUSAL_FACTORS
     assert min(len(f) for f in REFUSAL_FACTORS) >= 2
+
+
+def test_bundled_refusal_factors_are_those_of_the_rules() -> None:
+    """The bundled file is current (else every start derives them again, 0.12 s). After a rule
+    changes, write it again: ``python -c "from pipeline.text import refusals as r;
+    open('pipeline/data/refusal_factors.json', 'w').write(r.factors_file_text(
+    r.STRONG_PATTERN + '|' + r.WEAK_PATTERN))"``."""
+    pattern = f"{refusals.STRONG_PATTERN}|{refusals.WEAK_PATTERN}"
+    bundled = resources.files("pipeline.data").joinpath(refusals.FACTORS_FILE).read_text()
+    assert bundled == refusals.factors_file_text(pattern)
+    assert refusals.bundled_factors(pattern) == refusals.derive_factors(pattern) == REFUSAL_FACTORS
+    # Another pattern (an edited rule) is never given the bundled factors.
+    assert refusals.bundled_factors(pattern + "|new rule") is None
 
 
 @pytest.mark.parametrize("lang", [None, "en", "de", "fr", "es", "it", "zh"])

@@ -58,8 +58,11 @@ such as "Passage 2 describes the steps.") is not seen.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import re
+from importlib import resources
 
 import polars as pl
 
@@ -263,11 +266,46 @@ class _Parser:
         return _Info(frozenset({c}), None)
 
 
-#: Strings one of which every match of STRONG_PATTERN or WEAK_PATTERN holds.
-REFUSAL_FACTORS: tuple[str, ...] = tuple(sorted(
-    _Parser(f"{STRONG_PATTERN}|{WEAK_PATTERN}").parse().factors or ()))
-if not REFUSAL_FACTORS:
-    raise ValueError("a refusal pattern matches without a required string")
+def derive_factors(pattern: str) -> tuple[str, ...]:
+    """Strings one of which every match of ``pattern`` holds, sorted (the parser above)."""
+    factors = tuple(sorted(_Parser(pattern).parse().factors or ()))
+    if not factors:
+        raise ValueError("a refusal pattern matches without a required string")
+    return factors
+
+
+#: The bundled factors of the refusal patterns (``pipeline/data/``), with the SHA-256 of the
+#: pattern they were derived from: deriving them takes 0.12 s, paid at every start otherwise.
+FACTORS_FILE = "refusal_factors.json"
+
+
+def _pattern_digest(pattern: str) -> str:
+    return hashlib.sha256(pattern.encode()).hexdigest()
+
+
+def bundled_factors(pattern: str) -> tuple[str, ...] | None:
+    """The bundled factors when they were derived from ``pattern`` itself, else None."""
+    try:
+        saved = json.loads(resources.files("pipeline.data").joinpath(FACTORS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("pattern_sha256") != _pattern_digest(pattern):
+        return None
+    return tuple(saved["factors"])
+
+
+def factors_file_text(pattern: str) -> str:
+    """The text of :data:`FACTORS_FILE` for ``pattern`` (a test checks the bundled file)."""
+    saved = {"pattern_sha256": _pattern_digest(pattern), "factors": derive_factors(pattern)}
+    return json.dumps(saved, ensure_ascii=False, indent=0) + "\n"
+
+
+_REFUSAL_PATTERN = f"{STRONG_PATTERN}|{WEAK_PATTERN}"
+#: Strings one of which every match of STRONG_PATTERN or WEAK_PATTERN holds: the bundled ones
+#: while the rules are those they were derived from, derived again after a rule changes.
+REFUSAL_FACTORS: tuple[str, ...] = (
+    bundled_factors(_REFUSAL_PATTERN) or derive_factors(_REFUSAL_PATTERN)
+)
 
 #: ``.!?`` (and closing quotes) before a space and what starts a sentence.
 _SENTENCE_END = r"""([.!?…]+["'”’)\]]*)\s+(\p{Lu}|\p{Nd}|["“‘(])"""

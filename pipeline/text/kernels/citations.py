@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.text.kernels.buffers import kernel, string_buffers
+from pipeline.text.kernels.buffers import arrow_array, kernel, string_buffers
 
 _MAX_DIGITS = 9
 
@@ -132,7 +132,7 @@ def cited_numbers_batch(text: pl.Series) -> tuple[pl.Series, np.ndarray]:
     list_offsets, numbers, wide = cited_numbers(offsets, data, valid)
     missing = ~valid | wide
     lists = pa.LargeListArray.from_arrays(
-        pa.array(list_offsets), pa.array(numbers, type=pa.int64()),
-        mask=pa.array(missing) if bool(missing.any()) else None,
+        arrow_array(list_offsets), arrow_array(numbers.astype(np.int64, copy=False)),
+        mask=arrow_array(missing) if bool(missing.any()) else None,
     )
     return pl.Series(text.name, lists, dtype=pl.List(pl.Int64)), wide

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.text.kernels.buffers import kernel, string_buffers, with_nulls
+from pipeline.text.kernels.buffers import arrow_array, kernel, string_buffers, with_nulls
 
 # Byte classes of the ASCII path, after lowercasing; any byte of a non-ASCII character is wide.
 _SPACE, _WORD, _OTHER, _DELETED, _WIDE = 0, 1, 2, 3, 4
@@ -130,8 +130,8 @@ def squad_tokens_batch(text: pl.Series) -> tuple[pl.Series, np.ndarray]:
     )
     missing = ~valid | wide
     lists = pa.LargeListArray.from_arrays(
-        pa.array(list_offsets), tokens,
-        mask=pa.array(missing) if bool(missing.any()) else None,
+        arrow_array(list_offsets), tokens,
+        mask=arrow_array(missing) if bool(missing.any()) else None,
     )
     return pl.Series(text.name, lists, dtype=pl.List(pl.String)), wide
 
