@@ -56,7 +56,7 @@ evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 	@echo "The README's tour (A five-minute tour) starts from there."
 
 # Two workers, each taking whole test files (their module fixtures, the Spark session among them,
-# are built once): about 5.5 minutes on 2 cores instead of 9.5 (docs/benchmarks.md, make test).
+# are built once): about 9 minutes on 2 cores with ../shared present (docs/benchmarks.md, make test).
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 	$(BIN)/python -m ruff check pipeline tests bench data
