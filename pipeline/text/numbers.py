@@ -192,8 +192,17 @@ def han_numbers(text: pl.Expr) -> pl.Expr:
     ...           ).item().to_list()
     ['6300', '412000', '2018']
     """
-    return text.str.extract_all(HAN_NUMERAL).list.eval(
-        han_value(pl.element()).cast(pl.String))
+    return text.map_batches(_han_numbers_series, return_dtype=pl.List(pl.String),
+                            is_elementwise=True)
+
+
+def _han_numbers_series(text: pl.Series) -> pl.Series:
+    """:func:`han_numbers` of a batch; :func:`han_value`'s expression is planned only for a
+    batch that holds a Chinese numeral (planning it costs about 0.1 s a call)."""
+    found = text.str.extract_all(HAN_NUMERAL)
+    if not (found.list.len() > 0).any():
+        return found
+    return found.list.eval(han_value(pl.element()).cast(pl.String))
 
 
 #: A digit, a thousands separator and three digits (``1,642``, ``1.642``, ``1 642``).
@@ -596,7 +605,7 @@ def _read_digits(text: pl.Series, lang: pl.Series) -> pl.Series:
                .when(code.is_in(DECIMAL_COMMA)).then(pl.lit("comma")).otherwise(pl.lit("en")))
     frame = pl.DataFrame({"text": text, "lang": lang}).with_row_index("_row").with_columns(
         reading=reading)
-    frame = frame.with_columns(text=_han_as_digits(pl.col("text")))
+    frame = _step(frame, f"[{_HAN_CHARS}]", _han_as_digits)
     parts = []
     for name, words, decimal_comma in _READINGS:
         part = frame.filter(pl.col("reading") == name)
