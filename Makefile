@@ -59,6 +59,9 @@ evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 # both test workers would compile the same kernels at once); then two workers, each taking whole
 # test files (their module fixtures, the Spark session among them, are built once). Under 8
 # minutes on 2 cores with ../shared present (docs/benchmarks.md, make test).
+# Bytecode is written (this environment may turn it off): each test worker and each command the
+# tests start would otherwise compile the package and rewrite the tests' asserts again.
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python tests/warm_kernels.py & warm=$$!; \
