@@ -23,6 +23,10 @@ import polars as pl
 import pytest
 
 import pipeline.cli as cli
+
+# The command modules load on demand; these are patched below.
+import pipeline.cli.query
+import pipeline.cli.stats  # noqa: F401
 from pipeline.cli import (
     EXIT_BUSY,
     EXIT_ERROR,

@@ -28,12 +28,17 @@ class _Failure:
 class Prefetch(Generic[T]):
     """Iterate ``source`` on a background thread, at most ``depth`` items ahead.
 
+    An item counts from the moment the worker starts making it until the consumer takes it, so
+    at most ``depth`` items are made or waiting while the consumer holds one (with chunks of
+    records, ``depth + 1`` chunks in memory).
+
     >>> list(Prefetch(iter(range(5))))
     [0, 1, 2, 3, 4]
     """
 
     def __init__(self, source: Iterator[T], depth: int = 1) -> None:
-        self._items: queue.Queue[object] = queue.Queue(maxsize=depth)
+        self._items: queue.Queue[object] = queue.Queue()
+        self._slots = threading.Semaphore(depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(source,), daemon=True,
                                         name="rag-eval-prefetch")
@@ -41,27 +46,26 @@ class Prefetch(Generic[T]):
 
     def _run(self, source: Iterator[T]) -> None:
         try:
-            for item in source:
-                if not self._put(item):
+            while self._slot():
+                item = next(source, _DONE)
+                self._items.put(item)
+                if item is _DONE:
                     return
         except BaseException as exc:  # handed to the consumer, raised there
-            self._put(_Failure(exc))
-            return
-        self._put(_DONE)
+            self._items.put(_Failure(exc))
 
-    def _put(self, item: object) -> bool:
+    def _slot(self) -> bool:
+        """Wait until fewer than ``depth`` items are made or waiting; False once stopped."""
         while not self._stop.is_set():
-            try:
-                self._items.put(item, timeout=0.1)
+            if self._slots.acquire(timeout=0.1):
                 return True
-            except queue.Full:
-                continue
         return False
 
     def __iter__(self) -> Iterator[T]:
         try:
             while True:
                 item = self._items.get()
+                self._slots.release()
                 if item is _DONE:
                     return
                 if isinstance(item, _Failure):
