@@ -16,19 +16,19 @@ only the files under the directory and cannot change that (:func:`restrict`);
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
-from pipeline.io.atomic import OutputPathError
+from pipeline.errors import InputError, OutputPathError
 from pipeline.io.layout import (
     DATABASE_FILE,
     MANIFEST_FILE,
@@ -39,7 +39,9 @@ from pipeline.io.layout import (
     SCORES_FILE,
 )
 from pipeline.io.sql import sql_literal
-from pipeline.schema import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 log = logging.getLogger(__name__)
 
@@ -458,29 +460,36 @@ def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         )
 
 
-def fetch_frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
-    """The rows of ``relation`` as a polars frame, the frame ``relation.pl()`` gives.
+def fetch_frame(relation: duckdb.DuckDBPyRelation | None) -> pl.DataFrame:
+    """The rows of ``relation`` as a polars frame, the frame ``relation.pl()`` gives (an empty
+    frame for a statement that returns nothing).
 
+    polars is imported here, not with this module: ``rag-eval query`` prints rows without it
+    (:mod:`pipeline.cli.rows`), and importing it is most of a query's start-up.
     Read through the Arrow stream (the PyCapsule interface), which needs no pyarrow (and its
-    numpy): 0.15 s less start-up for ``rag-eval query``. A result with a type polars cannot
-    read that way (:data:`_NOT_STREAMED`, where polars would panic) goes through ``.pl()``,
-    which raises polars' error for it.
+    numpy). A result with a type polars cannot read that way (:data:`_NOT_STREAMED`, where
+    polars would panic) goes through ``.pl()``, which raises polars' error for it.
     """
+    import polars as pl  # lazy: see above
+
+    if relation is None:
+        return pl.DataFrame()
     if any(kind in str(dtype) for dtype in relation.types for kind in _NOT_STREAMED):
         return relation.pl()
     return pl.DataFrame(relation)
 
 
-def run_query(out_dir: str | Path, sql: str, run: str | None = None, *,
-              builder: BuilderSource) -> pl.DataFrame:
-    """The result of one statement ``sql`` run against the views of ``out_dir``.
+@contextlib.contextmanager
+def query_relation(out_dir: str | Path, sql: str, run: str | None = None, *,
+                   builder: BuilderSource) -> Iterator[duckdb.DuckDBPyRelation | None]:
+    """The relation of one statement ``sql`` against the views of ``out_dir``, open while the
+    ``with`` block runs (None for a statement that returns nothing: ``set variable``).
 
-    An empty frame when the statement returns nothing (``set variable``). In a results store,
-    ``run`` picks the run the views read (``'all'``: every run; default: the latest committed
-    run; a run id the store does not have, or a damaged run, is an
-    :class:`~pipeline.schema.InputError` that lists the runs). The statement runs on
+    In a results store, ``run`` picks the run the views read (``'all'``: every run; default:
+    the latest committed run; a run id the store does not have, or a damaged run, is an
+    :class:`~pipeline.errors.InputError` that lists the runs). The statement runs on
     :func:`restricted`: it reads the files of ``out_dir`` and nothing else, and writes nothing.
-    :class:`QueryRefused` (an :class:`~pipeline.schema.InputError`) says why a statement was
+    :class:`QueryRefused` (an :class:`~pipeline.errors.InputError`) says why a statement was
     refused; other SQL errors are DuckDB's own exceptions. ``builder`` is called only when the
     views must be built. ``docs/query-security.md`` states the rules.
     """
@@ -493,9 +502,25 @@ def run_query(out_dir: str | Path, sql: str, run: str | None = None, *,
             con.execute(f"set variable {_RUN} = {sql_literal(run)}")
         try:
             relation = con.sql(sql)
-            return pl.DataFrame() if relation is None else fetch_frame(relation)
         except duckdb.PermissionException as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise QueryRefused(f"{message} (a query reads only files under {out_dir})") from exc
+            raise _refused(exc, out_dir) from exc
+        try:
+            yield relation
+        except duckdb.PermissionException as exc:  # raised while the rows are fetched
+            raise _refused(exc, out_dir) from exc
     finally:
         con.close()
+
+
+def _refused(exc: duckdb.PermissionException, out_dir: Path) -> QueryRefused:
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return QueryRefused(f"{message} (a query reads only files under {out_dir})")
+
+
+def run_query(out_dir: str | Path, sql: str, run: str | None = None, *,
+              builder: BuilderSource) -> pl.DataFrame:
+    """The result of one statement ``sql`` run against the views of ``out_dir`` as a polars
+    frame (:func:`query_relation` says how it runs; an empty frame when the statement returns
+    nothing)."""
+    with query_relation(out_dir, sql, run, builder=builder) as relation:
+        return fetch_frame(relation)

@@ -11,6 +11,8 @@ import difflib
 
 import polars as pl
 
+from pipeline.errors import InputError as InputError
+
 REQUIRED_COLUMNS: tuple[str, ...] = ("id", "question", "reference", "response")
 
 #: Canonical input columns and their dtypes (required ones first).
@@ -95,10 +97,6 @@ REJECTED_SCHEMA: dict[str, pl.DataType] = {
     "reason": pl.String(),
     "raw": pl.String(),
 }
-
-
-class InputError(ValueError):
-    """A file cannot be evaluated at all (unreadable, unknown format, missing required column)."""
 
 
 class MissingColumnError(InputError):

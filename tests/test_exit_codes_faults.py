@@ -416,7 +416,7 @@ def test_ctrl_c_during_a_query_is_an_interrupt(
     def interrupted_query(*args: object, **kwargs: object) -> None:
         raise RuntimeError("Query interrupted")  # what DuckDB raises after a SIGINT
 
-    monkeypatch.setattr(cli.query, "run_query", interrupted_query)
+    monkeypatch.setattr(cli.query, "query_relation", interrupted_query)
     assert main(["query", str(tmp_path), "select 1"]) == EXIT_INTERRUPTED
 
 

@@ -81,11 +81,11 @@ EXAMPLES = """\
 #: Exception classes that mean a user or environment error (exit 2), by the module that defines
 #: them; a store locked by another run (exit 5) and polars' Rust panic are looked up the same way.
 USER_ERRORS = (
-    ("pipeline.schema", "InputError"),
+    ("pipeline.errors", "InputError"),
     ("pipeline.config", "ConfigError"),
     ("pipeline.metrics.registry", "UnknownMetricError"),
     ("pipeline.embed.backends", "EmbeddingBackendError"),
-    ("pipeline.io.atomic", "OutputPathError"),
+    ("pipeline.errors", "OutputPathError"),
 )
 BUSY_ERRORS = (("pipeline.store", "StoreBusyError"),)
 PANICS = (("polars.exceptions", "PanicException"),)

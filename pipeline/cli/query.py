@@ -1,9 +1,10 @@
 """``rag-eval query``: one read-only SQL statement over the views of a run or a store (the
 function :meth:`pipeline.api.Run.query` runs, with ``--run`` for a store's runs).
 
-It reads through :mod:`pipeline.query` (DuckDB and polars) and imports the view builder,
-:mod:`pipeline.views` with the metric registry, only when the database must be (re)built, so a
-query of an up-to-date database starts fast (docs/benchmarks.md, start-up)."""
+It reads through :mod:`pipeline.query` (DuckDB) and prints the rows of the plain column types
+without polars (:mod:`pipeline.cli.rows`); polars is imported only for other types, and the view
+builder, :mod:`pipeline.views` with the metric registry, only when the database must be
+(re)built, so a query of an up-to-date database starts fast (docs/benchmarks.md, start-up)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cli.errors import EXIT_ERROR, EXIT_OK, interrupted
-from pipeline.cli.frames import print_frame
 from pipeline.cli.options import COMMAND_HELP
-from pipeline.query import Builder, run_query
-from pipeline.schema import InputError
+from pipeline.cli.rows import print_rows, printable
+from pipeline.errors import InputError
+from pipeline.query import Builder, fetch_frame, query_relation
 
 NAME = "query"
 EXAMPLES = """\
@@ -52,7 +53,11 @@ def view_builder() -> Builder:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = run_query(args.dir, args.sql, run=args.run, builder=view_builder)
+        with query_relation(args.dir, args.sql, run=args.run, builder=view_builder) as relation:
+            if relation is not None and printable(relation):
+                print_rows(relation, args.format)
+                return EXIT_OK
+            result = fetch_frame(relation)
     except InputError:
         raise
     except Exception as exc:  # DuckDB reports SQL errors with their own exception types
@@ -60,5 +65,12 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"error: query failed: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print_frame(result, args.format)
+    print_result(result, args.format)
     return EXIT_OK
+
+
+def print_result(result: object, fmt: str) -> None:
+    """A result of other column types, printed by polars (imported now)."""
+    from pipeline.cli.frames import print_frame  # lazy: polars, for these types only
+
+    print_frame(result, fmt)  # type: ignore[arg-type]

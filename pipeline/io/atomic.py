@@ -27,6 +27,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import OutputPathError as OutputPathError
+
 log = logging.getLogger(__name__)
 
 TMP_PREFIX = ".tmp-"
@@ -36,10 +38,6 @@ _OWNED = re.compile(
     r"^(?:\.tmp-.+\.|\.work-)(?P<pid>[0-9]+)@(?P<host>[A-Za-z0-9-]+)\.[0-9a-f]{8}"
     r"(?:\.wal|\.tmp)?$"
 )
-
-
-class OutputPathError(ValueError):
-    """An output path the user gave cannot be written (one line: the path and why)."""
 
 
 def _host() -> str:
