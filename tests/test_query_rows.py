@@ -77,3 +77,12 @@ def test_a_plain_query_does_not_import_polars(tmp_path, capsys) -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert "0.5000" in done.stdout
+
+
+def test_binary_columns_are_hex_text_in_csv(capsys: pytest.CaptureFixture[str]) -> None:
+    """A view's ``row_hash`` (binary) goes through polars; CSV holds it as hex text."""
+    with duckdb.connect() as con:
+        relation = con.sql("select '\\xAB\\x01'::blob as row_hash, 1 as n")
+        assert not printable(relation)
+        print_frame(fetch_frame(relation), "csv")
+    assert capsys.readouterr().out == "row_hash,n\nab01,1\n"

@@ -13,15 +13,17 @@ import polars as pl
 
 
 def json_nested(frame: pl.DataFrame) -> pl.DataFrame:
-    """List and struct columns as JSON text (``["a","b"]``), which CSV can hold; null stays
-    null."""
+    """List and struct columns as JSON text (``["a","b"]``) and binary columns as hex text
+    (``row_hash``), which CSV can hold; null stays null."""
     nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+    binary = [name for name, dtype in frame.schema.items() if dtype == pl.Binary]
     return frame.with_columns(
-        pl.when(pl.col(name).is_not_null())
-        .then(pl.struct(pl.col(name).alias("v")).struct.json_encode()
-              .str.strip_prefix('{"v":').str.strip_suffix("}"))
-        .alias(name)
-        for name in nested
+        *(pl.when(pl.col(name).is_not_null())
+          .then(pl.struct(pl.col(name).alias("v")).struct.json_encode()
+                .str.strip_prefix('{"v":').str.strip_suffix("}"))
+          .alias(name)
+          for name in nested),
+        *(pl.col(name).bin.encode("hex") for name in binary),
     )
 
 
