@@ -442,7 +442,12 @@ def build_views(out_dir: str | Path, queries_dir: str | Path | None = None) -> P
                 str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}
             )
             try:
+                # One transaction, not one commit per statement (0.1 s of 0.45 s); each
+                # view's binding reads the footers of the same files: read once.
+                con.execute("set parquet_metadata_cache = true")
+                con.execute("begin transaction")
                 _create_views(con, out_dir, views)
+                con.execute("commit")
             finally:
                 con.close()
         finally:

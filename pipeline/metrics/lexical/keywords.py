@@ -90,7 +90,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 import polars as pl
-import simplemma
 
 from pipeline.metrics.arithmetic import safe_div
 from pipeline.rules.files import STOPWORDS_FILE, SYNONYMS_FILE, bundled_file, read_text
@@ -140,6 +139,9 @@ _LEMMAS: dict[str, str] = {}
 def _lemma(word: str) -> str:
     lemma = _LEMMAS.get(word)
     if lemma is None:
+        # simplemma's rule modules take 0.1 s to import: paid by the runs that read keywords
+        import simplemma
+
         lemma = simplemma.lemmatize(word, lang=LEMMA_LANGUAGE).lower()
         _LEMMAS[word] = lemma
     return lemma
