@@ -91,7 +91,10 @@ class UnionWriter:
             name not in current or current[name] != union[name] for name in frame.columns
         ):
             self._current = current = union
-        return _conformed(frame, current).to_arrow()
+        # Arrow's string views are polars' own layout: the table shares the frame's buffers
+        # (the default, large strings, copied every text: 0.06 s and ~200 MB a 250k-row chunk
+        # of short answers with their passages while it waited to be written).
+        return _conformed(frame, current).to_arrow(compat_level=pl.CompatLevel.newest())
 
     def write(self, table: pa.Table) -> None:
         """Append ``table`` (from :meth:`conform`, in the same order) to its segment."""
