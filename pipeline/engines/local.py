@@ -82,6 +82,8 @@ _EXTRAS = "other-columns.parquet"
 #: The columns of ``texts.parquet`` before the inputs' other columns, with their dtypes.
 TEXTS_BASE = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).select(TEXT_COLUMNS).schema
 _KEY_SCHEMA = {SOURCE_COLUMN: pl.String(), ROW_COLUMN: pl.Int64()}
+#: Arrow tables of polars frames as string views, which share the frames' buffers.
+VIEWS = pl.CompatLevel.newest()
 
 
 class ScoreSink(Protocol):
@@ -392,9 +394,11 @@ def _read_and_validate(
         config, tuple(specs), spill_path=work_dir / _TEXT_WORDS, duckdb_memory=duckdb_memory
     )
     n_read = n_valid = n_bytes = 0
+    # The work file is read back by polars and DuckDB only: written from polars' own string
+    # views, without copying every text into Arrow's large strings first.
     records_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).with_columns(
         pl.lit(None, pl.Binary).alias(ROW_HASH)
-    ).to_arrow().schema
+    ).to_arrow(compat_level=VIEWS).schema
     rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
     with (
         parquet_writer(records_path, records_schema) as records_out,
@@ -408,7 +412,8 @@ def _read_and_validate(
             n_bytes += text_bytes(valid)
             stats.add(valid)
             records_out.write_table(
-                valid.with_columns(row_hashes(valid)).to_arrow().cast(records_schema)
+                valid.with_columns(row_hashes(valid)).to_arrow(compat_level=VIEWS)
+                .cast(records_schema)
             )
             rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))
             if chunk.extras.width:  # rows of inputs without other columns: null in the texts
