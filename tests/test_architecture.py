@@ -11,6 +11,7 @@ checked like those of module-level imports.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -115,8 +116,10 @@ def _is_pipeline(name: str) -> bool:
     return name == "pipeline" or name.startswith("pipeline.")
 
 
-def module_imports(module: str) -> tuple[set[str], list[tuple[int, str]]]:
-    """(pipeline modules imported at module level, (line, name) of function-level imports)."""
+@functools.cache
+def module_imports(module: str) -> tuple[frozenset[str], tuple[tuple[int, str], ...]]:
+    """(pipeline modules imported at module level, (line, name) of function-level imports);
+    each module parsed once, when a test first asks (not while the tests are collected)."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     top: set[str] = set()
     nested: list[tuple[int, str]] = []
@@ -136,10 +139,12 @@ def module_imports(module: str) -> tuple[set[str], list[tuple[int, str]]]:
             visit(child, function)
 
     visit(tree, False)
-    return top, nested
+    return frozenset(top), tuple(nested)
 
 
-GRAPH = {module: module_imports(module)[0] - {module} for module in MODULES}
+def imported_by(module: str) -> frozenset[str]:
+    """The pipeline modules ``module`` imports at module level, itself left out."""
+    return module_imports(module)[0] - {module}
 
 
 def lazy_pipeline_imports(module: str) -> set[str]:
@@ -152,7 +157,7 @@ def lazy_pipeline_imports(module: str) -> set[str]:
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_imports_point_down(module: str) -> None:
     floor = floor_of(module)
-    imported = GRAPH[module] | (lazy_pipeline_imports(module) - {module})
+    imported = imported_by(module) | (lazy_pipeline_imports(module) - {module})
     upward = sorted(
         f"{name} ({FLOORS[floor_of(name)][0]})" for name in imported
         if floor_of(name) > floor
@@ -189,7 +194,7 @@ def test_no_cycles() -> None:
     def visit(module: str) -> None:
         state[module] = 1
         stack.append(module)
-        for name in sorted(GRAPH.get(module, ())):
+        for name in sorted(imported_by(module) if module in MODULES else ()):
             if name not in MODULES:
                 continue
             if state.get(name) == 1:

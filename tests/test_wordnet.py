@@ -10,6 +10,7 @@ is compared where one round decides.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -134,26 +135,37 @@ SUBSTITUTIONS = {  # nltk 3.8.1 WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
     "r": [],
 }
 # fmt: on
-OFFSETS: dict[tuple[str, str], list[int]] = defaultdict(list)
-MEMBERS: dict[tuple[str, int], list[str]] = defaultdict(list)
-for _pos, _lemma, _synset in WN.senses.iter_rows():
-    OFFSETS[_lemma, _pos].append(_synset)
-    MEMBERS[_pos, _synset].append(_lemma)
-EXCEPTIONS: dict[str, dict[str, list[str]]] = {pos: {} for pos in POS_FILES}
-for _pos, _form, _base, _rank in WN.exceptions.sort("rank").iter_rows():
-    EXCEPTIONS[_pos].setdefault(_form, []).append(_base)
+Tables = tuple[dict[tuple[str, str], list[int]], dict[tuple[str, int], list[str]],
+               dict[str, dict[str, list[str]]]]
+
+
+@functools.cache
+def oracle_tables() -> Tables:
+    """The oracle's indexes (synsets of a lemma, members of a synset, exceptions of a form),
+    built once, when a test first needs them (a Python loop over 206,941 senses: not while
+    the tests are collected)."""
+    offsets: dict[tuple[str, str], list[int]] = defaultdict(list)
+    members: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for pos, lemma, synset in WN.senses.iter_rows():
+        offsets[lemma, pos].append(synset)
+        members[pos, synset].append(lemma)
+    exceptions: dict[str, dict[str, list[str]]] = {pos: {} for pos in POS_FILES}
+    for pos, form, base, _rank in WN.exceptions.sort("rank").iter_rows():
+        exceptions[pos].setdefault(form, []).append(base)
+    return offsets, members, exceptions
 
 
 def oracle_morphy(form: str, pos: str, rounds: int | None = None) -> list[str]:
     """``_morphy`` of nltk 3.8.1; ``rounds=1`` gives nltk 3.9's (no further rounds)."""
-    exceptions, substitutions = EXCEPTIONS[pos], SUBSTITUTIONS[pos]
+    offsets, _, by_pos = oracle_tables()
+    exceptions, substitutions = by_pos[pos], SUBSTITUTIONS[pos]
 
     def apply_rules(forms):
         return [form[: -len(old)] + new for form in forms for old, new in substitutions
                 if form.endswith(old)]
 
     def filter_forms(forms):
-        return list(dict.fromkeys(form for form in forms if (form, pos) in OFFSETS))
+        return list(dict.fromkeys(form for form in forms if (form, pos) in offsets))
 
     if form in exceptions:
         return filter_forms([form, *exceptions[form]])
@@ -176,13 +188,16 @@ def oracle_lemmatize(word: str, rounds: int | None = None) -> str:
 
 def oracle_synonyms(word: str, rounds: int | None = None) -> set[str]:
     lemma = word.lower()
+    offsets, members, _ = oracle_tables()
     return {name for pos in POS_FILES for form in oracle_morphy(lemma, pos, rounds)
-            for offset in OFFSETS[form, pos] for name in MEMBERS[pos, offset]}
+            for offset in offsets[form, pos] for name in members[pos, offset]}
 
 
 ROOTS = [*WN.senses["lemma"].unique().sort().gather_every(97).to_list(),
-         *EXCEPTIONS["n"], *EXCEPTIONS["v"], "dog", "class", "box", "church", "wife", "man",
-         "city", "write", "bake", "sing", "big", "ocean", "cooky"]
+         *(form for pos in ("n", "v") for form in WN.exceptions.filter(pl.col("pos") == pos)
+           .sort("rank")["form"].unique(maintain_order=True)),
+         "dog", "class", "box", "church", "wife", "man", "city", "write", "bake", "sing", "big",
+         "ocean", "cooky"]
 SUFFIXES = ["", "s", "es", "ses", "ies", "ves", "xes", "zes", "ches", "shes", "men", "ss", "sss",
             "sses", "ing", "ings", "ed", "er", "est", "e", "y"]
 WORDS = st.one_of(
