@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,30 @@ RUN_FILES = ["eval.duckdb", "rejected.parquet", "scores.parquet", "texts.parquet
 STATS_FILES = ["comparisons.parquet", "intervals.parquet"]
 
 
+@pytest.fixture(scope="module")
+def pristine_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(input, where tests get their output directory, the pristine one): ``evaluate`` of
+    models m1 and m2 with ``--report out/report.html``, run once for the module."""
+    root = tmp_path_factory.mktemp("run")
+    out = root / "out"
+    source = write_jsonl(root / "in.jsonl", ["m1", "m2"])
+    assert main(["evaluate", "--input", str(source), "--out", str(out), "--report",
+                 str(out / "report.html"), *FAST]) == EXIT_OK
+    pristine = root / "pristine"
+    out.rename(pristine)
+    return source, out, pristine
+
+
+@pytest.fixture
+def reported(pristine_run: tuple[Path, Path, Path]) -> tuple[Path, Path]:
+    """(input, output directory of :func:`pristine_run`, this test's copy to change). The
+    copy lives at the path the run wrote (its views name the files by absolute path)."""
+    source, out, pristine = pristine_run
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(pristine, out, symlinks=True)
+    return source, out
+
+
 def test_no_stats_rerun_removes_the_earlier_statistics(tmp_path: Path) -> None:
     """The hostile case: the report of a --no-stats re-run printed the earlier run's
     intervals, for models not in the run."""
@@ -62,11 +87,10 @@ def test_no_stats_rerun_removes_the_earlier_statistics(tmp_path: Path) -> None:
     assert "new-model" in html and "old-model" not in html
 
 
-def test_reports_and_comparisons_of_the_run_go_with_it(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    source = write_jsonl(tmp_path / "in.jsonl", ["m1", "m2"])
-    assert main(["evaluate", "--input", str(source), "--out", str(out), "--report",
-                 str(out / "report.html"), *FAST]) == EXIT_OK
+def test_reports_and_comparisons_of_the_run_go_with_it(
+    reported: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, out = reported  # evaluated with --report out/report.html
     assert main(["report", str(out), "--out", str(out / "reports" / "again.html")]) == EXIT_OK
     assert main(["compare", str(out), str(out), "--resamples", "10"]) == EXIT_OK
     outside = tmp_path / "outside.html"
@@ -107,12 +131,9 @@ def test_a_record_never_reaches_outside_the_directory(tmp_path: Path) -> None:
 
 
 def test_a_failed_run_keeps_the_earlier_set_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reported: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = tmp_path / "out"
-    source = write_jsonl(tmp_path / "in.jsonl", ["m1", "m2"])
-    assert main(["evaluate", "--input", str(source), "--out", str(out), "--report",
-                 str(out / "report.html"), *FAST]) == EXIT_OK
+    source, out = reported  # evaluated with --report out/report.html
     before = {name: (out / name).read_bytes() for name in names(out)}
 
     def crash(*args: object, **kwargs: object) -> None:
@@ -178,10 +199,10 @@ def test_a_killed_run_leaves_files_the_next_run_removes(tmp_path: Path) -> None:
     assert names(out) == sorted([*RUN_FILES, *STATS_FILES])
 
 
-def test_only_files_of_dead_processes_of_this_host_are_removed(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    source = write_jsonl(tmp_path / "in.jsonl", ["m1"])
-    assert main(["evaluate", "--input", str(source), "--out", str(out), *FAST]) == EXIT_OK
+def test_only_files_of_dead_processes_of_this_host_are_removed(
+    reported: tuple[Path, Path]
+) -> None:
+    source, out = reported  # any earlier run: here one with a report
     dead = dead_pid()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -1,20 +1,21 @@
 """The results store: incremental re-scoring, atomic commits, crash safety and the write lock.
 
-The kill test runs the CLI in a child process and SIGKILLs it at seeded random moments; the
-store must stay readable with every committed run intact and no partial run visible, and the
-next run must clean up and succeed.
+The kill test runs the CLI in a child process and SIGKILLs it in each phase of a run (before
+the lock, set-up, scoring, after the commit); the store must stay readable with every committed
+run intact and no partial run visible, and the next run must clean up and succeed.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -67,6 +68,32 @@ def records(tmp_path: Path) -> Path:
 ROWS = 552
 
 
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(records, pristine store, where tests get their copy): run ``r1`` of :data:`CONFIG` on
+    :func:`records`, scored once for the module. Tests that only read it use the pristine
+    store; :func:`store_r1` gives a test its own copy."""
+    root = tmp_path_factory.mktemp("committed")
+    path = root / "records.parquet"
+    frame = pl.read_parquet(SAMPLE)
+    frame.filter(pl.int_range(pl.len()).over("model") % 3 == 0).write_parquet(path)
+    work = root / "s"
+    evaluate_to_store([path], work, CONFIG, run_id="r1", stats=False)
+    pristine = root / "pristine"
+    work.rename(pristine)
+    return path, pristine, work
+
+
+@pytest.fixture
+def store_r1(committed: tuple[Path, Path, Path]) -> Path:
+    """A store holding run ``r1`` of :func:`committed`, this test's to change. It lives at the
+    path the run was written to (the views name their files by absolute path)."""
+    _records, pristine, work = committed
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine, work)
+    return work
+
+
 #: Rows of the sample that the subprocess tests score (each child process scores them again).
 SMALL_ROWS = 300
 
@@ -94,15 +121,24 @@ def change_one_percent(path: Path) -> int:
 
 
 def test_rerun_scores_nothing_and_changed_rows_only(
-    records: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    committed: tuple[Path, Path, Path], store_r1: Path, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store = tmp_path / "store"
-    first = evaluate_to_store([records], store, CONFIG, run_id="day1", stats=False)
-    assert (first.n_scored, first.n_reused, first.reused_from) == (ROWS, 0, None)
+    store = store_r1  # day 1: run r1 scored every row (test_manifest_records_...)
+    records = committed[0]  # the input of r1 (the path is in the scores): put back at the end
+    original = records.read_bytes()
+    try:
+        _rerun_and_change(records, store, tmp_path, caplog)
+    finally:
+        records.write_bytes(original)
 
+
+def _rerun_and_change(records: Path, store: Path, tmp_path: Path,
+                      caplog: pytest.LogCaptureFixture) -> None:
+    first_dir = store / "eval_run=r1"
     again = evaluate_to_store([records], store, CONFIG, run_id="day2", stats=False)
-    assert (again.n_scored, again.n_reused, again.reused_from) == (0, ROWS, "day1")
-    assert run_scores(again.run_dir).equals(run_scores(first.run_dir))
+    assert (again.n_scored, again.n_reused, again.reused_from) == (0, ROWS, "r1")
+    assert run_scores(again.run_dir).equals(run_scores(first_dir))
 
     n_changed = change_one_percent(records)
     assert n_changed == 6
@@ -123,18 +159,20 @@ def test_rerun_scores_nothing_and_changed_rows_only(
     assert run_scores(forced.run_dir).equals(run_scores(third.run_dir))
 
 
-def test_other_settings_are_never_reused(records: Path, tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    evaluate_to_store([records], store, CONFIG, run_id="a", stats=False)
+def test_other_settings_are_never_reused(committed: tuple[Path, Path, Path],
+                                         store_r1: Path) -> None:
+    records, store = committed[0], store_r1  # run r1: CONFIG
     other = Config(embedding_backend="hashed", metrics=METRICS, rouge_stemmer=True)
     assert evaluate_to_store([records], store, other, run_id="b", stats=False).n_reused == 0
     fewer = Config(embedding_backend="hashed", metrics=("answer",))
     assert evaluate_to_store([records], store, fewer, run_id="c", stats=False).n_reused == 0
 
 
-def test_manifest_records_inputs_config_counts_and_times(records: Path, tmp_path: Path) -> None:
-    summary = evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
-    manifest = json.loads((summary.run_dir / MANIFEST_FILE).read_text())
+def test_manifest_records_inputs_config_counts_and_times(
+    committed: tuple[Path, Path, Path]
+) -> None:
+    records, pristine, _work = committed
+    manifest = json.loads((pristine / "eval_run=r1" / MANIFEST_FILE).read_text())
     assert manifest["status"] == "committed"
     assert manifest["run_id"] == "r1"
     assert manifest["inputs"][0]["path"] == str(records)
@@ -146,14 +184,14 @@ def test_manifest_records_inputs_config_counts_and_times(records: Path, tmp_path
     assert manifest["engine"] == "local"
 
 
-def test_layout_is_hive_partitioned_by_run_and_model(records: Path, tmp_path: Path) -> None:
-    summary = evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
-    models = sorted(p.name for p in (summary.run_dir / "scores").iterdir())
+def test_layout_is_hive_partitioned_by_run_and_model(store_r1: Path) -> None:
+    run_dir = store_r1 / "eval_run=r1"
+    models = sorted(p.name for p in (run_dir / "scores").iterdir())
     assert models == ["model=atlas-7b", "model=borealis-13b", "model=cirrus-70b"]
-    assert summary.run_dir.name == "eval_run=r1"
+    assert sorted(p.name for p in store_r1.glob("eval_run=*")) == ["eval_run=r1"]
     assert partition_dir("model", "org/name v2") == "model=org%2Fname%20v2"
     assert partition_dir("model", None) == "model=__HIVE_DEFAULT_PARTITION__"
-    glob = f"{tmp_path}/s/eval_run=*/scores/model=*/*.parquet"
+    glob = f"{store_r1}/eval_run=*/scores/model=*/*.parquet"
     found = duckdb.sql(
         f"select eval_run, model, count(*) from read_parquet('{glob}', hive_partitioning = true) "
         "group by all order by model"
@@ -161,9 +199,9 @@ def test_layout_is_hive_partitioned_by_run_and_model(records: Path, tmp_path: Pa
     assert found == [("r1", m, ROWS // 3) for m in ("atlas-7b", "borealis-13b", "cirrus-70b")]
 
 
-def test_views_read_the_chosen_run(records: Path, tmp_path: Path) -> None:
-    store = tmp_path / "s"
-    evaluate_to_store([records], store, CONFIG, run_id="r1", stats=False)
+def test_views_read_the_chosen_run(committed: tuple[Path, Path, Path],
+                                   store_r1: Path) -> None:
+    records, store = committed[0], store_r1  # run r1: CONFIG
     evaluate_to_store([records], store, Config(embedding_backend="hashed", metrics=("answer",)),
                       run_id="r2", stats=False)
     runs = run_query(store, "select eval_run, n_scored from runs")
@@ -177,12 +215,12 @@ def test_views_read_the_chosen_run(records: Path, tmp_path: Path) -> None:
         "n"].to_list() == [ROWS // 3] * 3
 
 
-def test_run_ids_are_checked(records: Path, tmp_path: Path) -> None:
-    evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
+def test_run_ids_are_checked(committed: tuple[Path, Path, Path], store_r1: Path) -> None:
+    records = committed[0]
     with pytest.raises(InputError, match="already committed"):
-        evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="r1", stats=False)
+        evaluate_to_store([records], store_r1, CONFIG, run_id="r1", stats=False)
     with pytest.raises(InputError, match="not valid"):
-        evaluate_to_store([records], tmp_path / "s", CONFIG, run_id="../x", stats=False)
+        evaluate_to_store([records], store_r1, CONFIG, run_id="../x", stats=False)
 
 
 def test_checkout_gives_a_plain_output_directory(records: Path, tmp_path: Path) -> None:
@@ -204,11 +242,11 @@ def test_checkout_gives_a_plain_output_directory(records: Path, tmp_path: Path) 
 
 
 def test_a_failing_run_leaves_no_partial_run(
-    records: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed: tuple[Path, Path, Path], store_r1: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = tmp_path / "s"
-    good = evaluate_to_store([records], store, CONFIG, run_id="good", stats=False, force=True)
-    before = run_scores(good.run_dir)
+    records, store = committed[0], store_r1
+    good_dir = store / "eval_run=r1"  # the good run
+    before = run_scores(good_dir)
     calls = {"n": 0}
     original = BatchScorer.score_frame
 
@@ -227,8 +265,8 @@ def test_a_failing_run_leaves_no_partial_run(
     failed = json.loads(next((store / FAILED_DIR).glob("bad.*.json")).read_text())
     assert failed["status"] == "failed"
     assert "disk on fire" in failed["error"]
-    assert run_scores(good.run_dir).equals(before)
-    assert run_query(store, "select eval_run from runs").rows() == [("good",)]
+    assert run_scores(good_dir).equals(before)
+    assert run_query(store, "select eval_run from runs").rows() == [("r1",)]
 
 
 def _cli(store: Path, records: Path, *extra: str) -> list[str]:
@@ -254,33 +292,56 @@ def _check_store(store: Path, rows: int = SMALL_ROWS) -> list[str]:
     return committed
 
 
-def test_sigkill_at_random_moments_never_corrupts_the_store(small_records: Path,
-                                                            tmp_path: Path) -> None:
-    bigger = small_records
-    store = tmp_path / "store"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def _kill_when(child: subprocess.Popen[bytes], ready: Callable[[float], bool]) -> None:
+    """SIGKILL ``child`` as soon as ``ready(seconds since it started)`` (polled every
+    millisecond), or once it has exited."""
     started = time.monotonic()
-    subprocess.run(_cli(store, bigger, "--run-id", "base"), check=True, env=env,
-                   capture_output=True)
-    duration = time.monotonic() - started
+    while child.poll() is None and not ready(time.monotonic() - started):
+        assert time.monotonic() - started < 300, "the child neither finished nor got ready"
+        time.sleep(0.001)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+
+
+def test_sigkill_in_every_phase_never_corrupts_the_store(small_records: Path,
+                                                         tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    staging = store / STAGING_DIR
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # The committed run the kills must leave intact (in this process: it is not killed).
+    assert main(_cli(store, small_records, "--run-id", "base")[3:]) == 0
     assert _check_store(store) == ["base"]
-    rng = random.Random(20261122)
-    for attempt in range(3):
-        # --force: every attempt scores all rows, so kills land in scoring as well as in set-up
+
+    def staged(parquet: bool) -> Callable[[float], bool]:
+        def ready(_seconds: float) -> bool:
+            runs = list(staging.glob("eval_run=*")) if staging.is_dir() else []
+            return bool(runs) and (not parquet or any(runs[0].rglob("*.parquet")))
+        return ready
+
+    # One kill in each phase of a run. Seeded random moments used to land in these phases, at
+    # three times the cost (and by chance); the phases are where a kill can leave something.
+    phases: list[tuple[bool, Callable[[float], bool]]] = [
+        # the interpreter starting, the store untouched
+        (True, lambda seconds: seconds > 0.2),
+        # set-up: the lock taken, the staged run directory made, nothing scored yet
+        (True, staged(parquet=False)),
+        # scoring (--force: every row is scored): score files half written in the staged run
+        (True, staged(parquet=True)),
+        # after the commit's rename, while the views are rebuilt and the lock is held; the run
+        # reuses base's rows (no --force), so it gets there without scoring
+        (False, lambda _seconds: (store / "eval_run=k3").is_dir()),
+    ]
+    for attempt, (force, ready) in enumerate(phases):
         child = subprocess.Popen(
-            _cli(store, bigger, "--run-id", f"k{attempt}", "--force"), env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            _cli(store, small_records, "--run-id", f"k{attempt}", *(["--force"] if force else [])),
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        time.sleep(rng.uniform(0.2, duration * 1.1))
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        _kill_when(child, ready)
         committed = _check_store(store)
         assert "base" in committed
         assert set(committed) <= {"base", *(f"k{i}" for i in range(attempt + 1))}
     # The next invocation takes the lock, removes what the killed runs left and commits.
-    done = subprocess.run(_cli(store, bigger, "--run-id", "after"), env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert main(_cli(store, small_records, "--run-id", "after")[3:]) == 0
     assert "after" in _check_store(store)
     assert list((store / STAGING_DIR).iterdir()) == []
 
@@ -315,9 +376,11 @@ def test_a_second_writer_fails_clearly_or_waits(records: Path, tmp_path: Path,
     assert (store.root / "eval_run=waiter" / MANIFEST_FILE).is_file()
 
 
-def test_two_runs_started_together_both_commit_whole(small_records: Path,
-                                                      tmp_path: Path) -> None:
-    records = small_records
+def test_two_runs_started_together_both_commit_whole(tmp_path: Path) -> None:
+    # The lock is taken before anything is read: two batches of 50 are as good as six here.
+    rows = 100
+    records = tmp_path / "records.parquet"
+    pl.read_parquet(SAMPLE).head(rows).write_parquet(records)
     store = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     children = [
@@ -328,10 +391,10 @@ def test_two_runs_started_together_both_commit_whole(small_records: Path,
     for child in children:
         _, err = child.communicate(timeout=300)
         assert child.returncode == 0, err
-    assert _check_store(store) == ["left", "right"]
+    assert _check_store(store, rows) == ["left", "right"]
     manifests = [json.loads((store / f"eval_run={n}" / MANIFEST_FILE).read_text())
                  for n in ("left", "right")]
     # serialised by the lock: one ran first and the other reused all of its rows
-    assert sorted(m["counts"]["reused"] for m in manifests) == [0, SMALL_ROWS]
+    assert sorted(m["counts"]["reused"] for m in manifests) == [0, rows]
     first, second = sorted(manifests, key=lambda m: m["started_at"])
     assert first["finished_at"] <= second["started_at"]

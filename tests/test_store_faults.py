@@ -22,6 +22,7 @@ import logging
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,20 +110,34 @@ def leftovers(*directories: Path) -> list[str]:
                   if p.name.startswith((".tmp-", ".work-")))
 
 
-@pytest.fixture
-def two_runs(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A store with run r1 (statistics) and r2 (other responses and scores, no statistics),
-    and a checkout of each for reference."""
-    store = tmp_path / "store"
+@pytest.fixture(scope="module")
+def pristine_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path]:
+    """(where tests get their store, the pristine store, checkouts of r1 and r2), made once
+    for the module: a store with run r1 (statistics) and r2 (other responses and scores, no
+    statistics), and a checkout of each for reference (tests only read those)."""
+    root = tmp_path_factory.mktemp("two-runs")
+    store = root / "store"
     models = ["m1", "m2", "m3"]
-    evaluate(write_jsonl(tmp_path / "a.jsonl", models, n=40), store, "r1")
-    evaluate(write_jsonl(tmp_path / "b.jsonl", models, n=40, answer="other", filler=400),
+    evaluate(write_jsonl(root / "a.jsonl", models, n=40), store, "r1")
+    evaluate(write_jsonl(root / "b.jsonl", models, n=40, answer="other", filler=400),
              store, "r2", "--no-stats")
-    references = tmp_path / "references"
+    references = root / "references"
     for run in ("r1", "r2"):
         assert main(["checkout", str(store), "--run", run, "--out",
                      str(references / run)]) == EXIT_OK
-    return store, references / "r1", references / "r2"
+    pristine = root / "pristine"
+    store.rename(pristine)
+    return store, pristine, references / "r1", references / "r2"
+
+
+@pytest.fixture
+def two_runs(pristine_runs: tuple[Path, Path, Path, Path]) -> tuple[Path, Path, Path]:
+    """The store of :func:`pristine_runs`, this test's own copy to damage (at the path it was
+    written to: its views name files by absolute path), and the two reference checkouts."""
+    store, pristine, ref1, ref2 = pristine_runs
+    shutil.rmtree(store, ignore_errors=True)
+    shutil.copytree(pristine, store)
+    return store, ref1, ref2
 
 
 # -- checkout: one atomic step ------------------------------------------------------------------
@@ -140,9 +155,11 @@ def test_a_killed_checkout_leaves_one_whole_run(
     assert capsys.readouterr().out.startswith(f"run r1 of {store} checked out -> ")
     (out / "notes.txt").write_text("mine\n", encoding="utf-8")
 
-    # The copies take milliseconds, the views a few hundred: delays from 0 to 160 ms.
-    delays = [0.0, 0.002, 0.004, 0.008, 0.015, 0.03, 0.06, 0.16]
-    random.Random(29).shuffle(delays)
+    # The copies take milliseconds, the views a few hundred: delays from 0 to 160 ms, one in
+    # each stretch (the first temporary file, the copies, their end, the views) and each run
+    # checked out over the other twice. Eight delays (0, 2, 4, 8, 15, 30, 60, 160 ms) covered
+    # the same stretches at twice the cost.
+    delays = [0.0, 0.004, 0.03, 0.16]
     for attempt, delay in enumerate(delays):
         run = ("r2", "r1")[attempt % 2]
         child = subprocess.Popen(
@@ -403,23 +420,40 @@ def test_any_model_name_has_a_partition_and_reads_back(
     assert run_query(store, "select n_reused from runs where eval_run = 'r2'").item() == 14
 
 
+#: Runs ``main`` on each argument list of ``argv[1]`` (JSON) in turn, in one process: one
+#: interpreter start for the three commands, every one under the child's limits.
+_COMMANDS = """
+import json, sys
+from pipeline.cli import main
+for args in json.loads(sys.argv[1]):
+    code = main(args)
+    print(f"== exit {code}", flush=True)
+"""
+
+
 def test_more_models_than_open_files(tmp_path: Path) -> None:
     models = [f"model-{m:04d}" for m in range(300)]  # more than the 256 files it may open
     source = write_jsonl(tmp_path / "in.jsonl", models, n=2)
     store = tmp_path / "store"
-    limits = {resource.RLIMIT_NOFILE: 256}
-    done = cli("evaluate", "--input", str(source), "--store", str(store), "--run-id", "r1",
-               "--no-stats", *FAST, limits=limits)
-    assert done.returncode == EXIT_OK, done.stderr[-3000:]
+    out = tmp_path / "out"
+    commands = [
+        ["evaluate", "--input", str(source), "--store", str(store), "--run-id", "r1",
+         "--no-stats", *FAST],
+        ["query", str(store), "select count(distinct model) as m, count(*) as n from scores",
+         "--format", "csv"],
+        ["checkout", str(store), "--out", str(out)],
+    ]
+    done = subprocess.run([sys.executable, "-c", _COMMANDS, json.dumps(commands)], cwd=ROOT,
+                          capture_output=True, text=True, check=False,
+                          preexec_fn=_limiter({resource.RLIMIT_NOFILE: 256}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    outputs = done.stdout.split("== exit ")
+    assert [part.split("\n", 1)[0] for part in outputs[1:]] == [str(EXIT_OK)] * 3, (
+        done.stdout[-3000:], done.stderr[-3000:])
     files = sorted((store / "eval_run=r1" / "scores").glob("model=*/*.parquet"))
     assert len(files) == 300  # one file per model
-    counted = cli("query", str(store), "select count(distinct model) as m, count(*) as n from "
-                  "scores", "--format", "csv", limits=limits)
-    assert counted.returncode == EXIT_OK, counted.stderr[-3000:]
-    assert counted.stdout.splitlines()[-1] == "300,600"
-    out = tmp_path / "out"
-    checked = cli("checkout", str(store), "--out", str(out), limits=limits)
-    assert checked.returncode == EXIT_OK, checked.stderr[-3000:]
+    counted = outputs[1].split("\n", 1)[1]  # what the query printed
+    assert counted.splitlines()[-1] == "300,600"
     assert pl.read_parquet(out / "scores.parquet")["model"].n_unique() == 300
 
 
