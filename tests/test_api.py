@@ -249,12 +249,14 @@ def test_in_memory_data_is_evaluated_through_a_temporary_file(tmp_path: Path) ->
 
 def test_compare_and_report_with_a_gate(tmp_path: Path) -> None:
     records = pl.read_parquet(SAMPLE).gather_every(3)  # every model and category
-    base = evaluate(records, tmp_path / "base", **FAST)
+    # the gate reads answer scores: the hashed embedding backend spares the model's inference
+    fast = {**FAST, "embedding_backend": "hashed"}
+    base = evaluate(records, tmp_path / "base", **fast)
     worse = records.with_columns(
         response=pl.when(pl.col("model") == "cirrus-70b").then(pl.lit("I am not sure."))
         .otherwise(pl.col("response"))
     )
-    new = evaluate(worse, tmp_path / "new", **FAST)
+    new = evaluate(worse, tmp_path / "new", **fast)
     same = new.compare(new)
     assert isinstance(same, Compared) and same.passed
     result = new.compare(base, out=tmp_path / "new" / "compare")
@@ -290,9 +292,10 @@ def test_a_user_metric_is_scored_and_gated(tmp_path: Path) -> None:
 
 def test_a_store_run(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    first = evaluate(SAMPLE, store=store, run_id="r1", **FAST)
+    hashed = "hashed"  # the store's bookkeeping, not the embedding model, is under test
+    first = evaluate(SAMPLE, store=store, run_id="r1", **FAST, embedding_backend=hashed)
     second = evaluate(pl.read_parquet(SAMPLE).head(100), store=store, run_id="r2",
-                      metrics=METRICS, stats=False)
+                      metrics=METRICS, stats=False, embedding_backend=hashed)
     assert (first.run_id, first.store, first.path) == ("r1", store, store / "eval_run=r1")
     assert second.counts == Counts(read=100, scored=0, reused=100, rejected=0)
     latest = open_run(store)

@@ -18,13 +18,12 @@ from test_report_charts import layout_problems
 
 from pipeline.cli import main
 from pipeline.ingest_rgb import ingest_rgb
-from pipeline.report import SECTION_IDS, write_report
-from pipeline.report.data import WORST_N, load_run
+from pipeline.report import SECTION_IDS, charts, hotpot_charts, write_report
+from pipeline.report.data import WORST_N, RunData, load_run
 from pipeline.report.hotpot_charts import worst_examples
 from pipeline.report.page import (
     SCRIPT,
     grounding_thresholds,
-    render,
     rgb_noise_with_ci,
     unsupported_sentences,
 )
@@ -76,9 +75,36 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def report(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+def run_data(run_dir: Path) -> RunData:
+    """``load_run(run_dir)``, loaded once for the tests that only read it."""
+    return load_run(run_dir)
+
+
+@pytest.fixture(scope="session")
+def written(
+    run_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, list[tuple[str, Figure]]]:
+    """The report of ``run_dir`` and the figures its charts saved (through the real
+    :func:`~pipeline.report.charts.to_svg`): one report drawn for the page's checks and the
+    layout check alike."""
     target = tmp_path_factory.mktemp("report") / "report.html"
-    return write_report(run_dir, target).read_text(encoding="utf-8")
+    figures: list[tuple[str, Figure]] = []
+    real = charts.to_svg
+
+    def capture(fig: Figure, chart_id: str) -> str:
+        figures.append((chart_id, fig))
+        return real(fig, chart_id)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(charts, "to_svg", capture)
+        patch.setattr(hotpot_charts, "to_svg", capture)
+        doc = write_report(run_dir, target).read_text(encoding="utf-8")
+    return doc, figures
+
+
+@pytest.fixture(scope="session")
+def report(written: tuple[str, list[tuple[str, Figure]]]) -> str:
+    return written[0]
 
 
 def section(doc: str, section_id: str) -> str:
@@ -253,9 +279,11 @@ def test_charts_are_inline_svg_without_metadata(report: str) -> None:
     assert 'font-family' in report  # svg.fonttype none: text stays text
 
 
-def test_every_chart_fits_its_figure(run_dir: Path, drawn: list[tuple[str, Figure]]) -> None:
-    render(load_run(run_dir))
+def test_every_chart_fits_its_figure(written: tuple[str, list[tuple[str, Figure]]]) -> None:
+    doc, drawn = written
     assert len(drawn) == 16
+    assert [chart_id for chart_id, _ in drawn] == re.findall(r'<svg id="(chart-[a-z-]+)-svg"',
+                                                             doc)
     assert [p for chart_id, fig in drawn for p in layout_problems(chart_id, fig)] == []
 
 
@@ -388,8 +416,8 @@ def test_grounding_chart_thresholds_are_those_of_the_view(run_dir: Path, report:
     assert total["n"].item() == grounded.height
 
 
-def test_rgb_noise_bands_at_every_level(run_dir: Path) -> None:
-    frame = rgb_noise_with_ci(load_run(run_dir))
+def test_rgb_noise_bands_at_every_level(run_data: RunData) -> None:
+    frame = rgb_noise_with_ci(run_data)
     assert frame.height > 0  # build_run ingests the RGB sample
     with_rows = frame.filter(pl.col("n") > 0)
     assert with_rows["accuracy_lo"].null_count() == 0
@@ -402,12 +430,6 @@ def test_rgb_noise_bands_at_every_level(run_dir: Path) -> None:
     assert with_rows["accuracy_hi"].to_numpy() == pytest.approx(100 * high)
 
 
-def test_no_bands_without_statistics(run_dir: Path, tmp_path: Path) -> None:
-    bare = copy_run(run_dir, tmp_path / "bare", ("intervals.parquet", "comparisons.parquet"))
-    frame = rgb_noise_with_ci(load_run(bare))
-    assert frame["accuracy_lo"].null_count() == frame.height
-
-
 def test_output_is_deterministic_and_atomic(run_dir: Path, report: str, tmp_path: Path) -> None:
     again = write_report(run_dir, tmp_path / "new" / "r.html")
     assert again.read_bytes() == report.encode("utf-8")
@@ -417,6 +439,8 @@ def test_output_is_deterministic_and_atomic(run_dir: Path, report: str, tmp_path
 def test_renders_without_statistics_files_and_texts(run_dir: Path, tmp_path: Path) -> None:
     bare = copy_run(run_dir, tmp_path / "bare",
                     ("intervals.parquet", "comparisons.parquet", "texts.parquet"))
+    frame = rgb_noise_with_ci(load_run(bare))
+    assert frame["accuracy_lo"].null_count() == frame.height  # no bands without statistics
     doc = write_report(bare, tmp_path / "r.html").read_text(encoding="utf-8")
     assert "without confidence intervals" in doc
     headline = body_rows(section(doc, "headline"))
@@ -465,7 +489,12 @@ def test_fixture_statistics_files_are_shown(run_dir: Path, tmp_path: Path) -> No
     assert "Shown: 1 of the 2 rows" in comparisons
 
 
-def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
+def test_run_comparison_section_comes_first_and_limits_apply(
+    run_dir: Path, run_data: RunData, tmp_path: Path
+) -> None:
+    """One report with every option of ``write_report``: a run diff, a title and limits."""
+    from pipeline.report import Limits
+
     diff = pl.DataFrame({
         "model": ["m<1>", "m2", "m2", "m3"], "metric": ["answer_f1", "answer_em", "overlap",
                                                        "answer_f1"],
@@ -474,7 +503,8 @@ def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
         "mean_b": [0.5, 0.3, 0.5, 0.4], "delta": [0.1, 0.0, 0.0, -0.2],
         "ci_low": [0.05, -0.1, -0.0, -0.3], "ci_high": [0.15, 0.1, 0.0, -0.1],
     })
-    doc = write_report(run_dir, tmp_path / "r.html", diff=diff, title="Before & after")
+    doc = write_report(run_dir, tmp_path / "r.html", diff=diff, title="Before & after",
+                       limits=Limits(examples=3))
     text = doc.read_text(encoding="utf-8")
     part = section(text, "run-comparison")
     assert "m&lt;1&gt;" in part and '<tr class="sig">' in part
@@ -489,18 +519,27 @@ def test_run_comparison_section(run_dir: Path, tmp_path: Path) -> None:
     assert rows[0]["Slice"] == "category = <b>x</b>" and "&lt;b&gt;x&lt;/b&gt;" in part
     assert "1 worse" in part and "1 rows where both runs agree" in part
     assert "-0.000" not in part
-
-
-def test_the_run_comparison_comes_first(run_dir: Path, tmp_path: Path) -> None:
-    diff = pl.DataFrame({"model": ["m"], "metric": ["answer_f1"], "slice": ["all"],
-                         "mean_a": [0.4], "mean_b": [0.5], "delta": [0.1], "ci_low": [0.05],
-                         "ci_high": [0.15]})
-    doc = write_report(run_dir, tmp_path / "r.html", diff=diff).read_text(encoding="utf-8")
-    first = re.search(r'<main>\s*<section id="([a-z-]+)">', doc)
+    # the run comparison comes first, right under the summary, in the page and in the nav
+    first = re.search(r'<main>\s*<section id="([a-z-]+)">', text)
     assert first is not None and first.group(1) == "run-comparison"
-    assert doc.index('</header>') < doc.index('id="run-comparison"') < doc.index('id="headline"')
-    links = re.findall(r'<li><a href="#([a-z-]+)">', doc)
+    assert text.index('</header>') < text.index('id="run-comparison"') < text.index(
+        'id="headline"')
+    links = re.findall(r'<li><a href="#([a-z-]+)">', text)
     assert links[:3] == ["summary", "run-comparison", "headline"]
+    # the per-example charts follow the limit
+    generation = section(text, "generation")
+    svg = re.search(r'id="chart-exampleanswers">(.*?)</figure>', generation, re.DOTALL)
+    assert svg is not None
+    examples = run_data.rows
+    worst = {m: worst_examples(examples, m, limit=3)["label"].to_list()
+             for m in examples["model"].unique().to_list()}
+    assert all(len(labels) == 3 for labels in worst.values())
+    for labels in worst.values():
+        for label in labels:
+            assert f">{html.escape(label, quote=True)}<" in svg.group(1)
+    assert "the worst 3 of each model" in generation
+    with pytest.raises(ValueError, match="report limit examples"):
+        Limits(examples=0)
 
 
 def test_run_comparison_of_two_runs(run_dir: Path, tmp_path: Path) -> None:
@@ -566,26 +605,6 @@ def test_per_example_charts_draw_the_worst_rows_folded(run_dir: Path, report: st
         assert f'<figure class="chart" id="{chart_id}">' in unfolded, chart_id
 
 
-def test_per_example_charts_follow_the_limit(run_dir: Path, tmp_path: Path) -> None:
-    from pipeline.report import Limits
-
-    doc = write_report(run_dir, tmp_path / "r.html", limits=Limits(examples=3)).read_text(
-        encoding="utf-8")
-    part = section(doc, "generation")
-    svg = re.search(r'id="chart-exampleanswers">(.*?)</figure>', part, re.DOTALL)
-    assert svg is not None
-    rows = load_run(run_dir).rows
-    worst = {m: worst_examples(rows, m, limit=3)["label"].to_list()
-             for m in rows["model"].unique().to_list()}
-    assert all(len(labels) == 3 for labels in worst.values())
-    for labels in worst.values():
-        for text in labels:
-            assert f">{html.escape(text, quote=True)}<" in svg.group(1)
-    assert "the worst 3 of each model" in part
-    with pytest.raises(ValueError, match="report limit examples"):
-        Limits(examples=0)
-
-
 def test_worst_examples_are_lowest_first_and_told_apart() -> None:
     rows = pl.DataFrame({
         "model": ["m"] * 5 + ["n"],
@@ -618,13 +637,15 @@ def test_a_malformed_diff_is_an_input_error(run_dir: Path, tmp_path: Path) -> No
     assert not (tmp_path / "r.html").exists()
 
 
-def test_a_20_mb_response_is_cut_in_a_small_report(run_dir: Path, tmp_path: Path) -> None:
+def test_a_20_mb_response_is_cut_in_a_small_report(
+    run_dir: Path, run_data: RunData, tmp_path: Path
+) -> None:
     """Issue 29: every text a cell shows is cut after ``Limits.text_chars`` characters, with
     a marker that counts the rest; texts.parquet keeps the whole text."""
     from pipeline.report.limits import MAX_TEXT_CHARS
 
     run = copy_run(run_dir, tmp_path / "long")
-    worst = load_run(run).worst.row(0, named=True)
+    worst = run_data.worst.row(0, named=True)
     texts = pl.read_parquet(run / "texts.parquet")
     long = ("A sentence of the long answer [1]. " * 600_000)[:20_000_000]
     chosen = (pl.col("source") == worst["source"]) & (pl.col("row_number") == worst["row_number"])
@@ -657,9 +678,8 @@ def test_a_mixed_statistics_pair_is_ignored_with_a_warning(
     from pipeline.stats import write_stats
 
     run = copy_run(run_dir, tmp_path / "mixed")
-    other = copy_run(run_dir, tmp_path / "other")
-    write_stats(other, resamples=20, seed=5)
-    shutil.copy(other / "comparisons.parquet", run / "comparisons.parquet")
+    write_stats(run, resamples=20, seed=5)
+    shutil.copy(run_dir / "intervals.parquet", run / "intervals.parquet")  # the first run's
     with caplog.at_level("WARNING", logger="pipeline.report.data"):
         data = load_run(run)
     assert data.intervals is None and data.comparisons is None

@@ -83,24 +83,32 @@ def unsupported_sentences(
     )
     known_passages = (pl.col("n_contexts").cast(pl.Int64) if "n_contexts" in frame.columns
                       else pl.lit(None, pl.Int64))
-    split = (
-        frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
-                     split_sentences(pl.col("response")).alias("_sentence"),
-                     known_passages.alias("_n_contexts"))
+    sentences = frame.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        split_sentences(pl.col("response")).list.drop_nulls().alias("_sentence"),
+        known_passages.alias("_n_contexts"),
+        pl.col("n_sentences").alias("_total"),
+    ).with_columns(pl.col("_sentence").list.len().fill_null(0).alias("_split"))
+    # A sentence is named only where the split agrees with the stored count (``trusted``
+    # below), so the rules run on those rows' sentences alone: a long response that was
+    # split otherwise is counted, not checked sentence by sentence.
+    checked = (
+        sentences.filter(pl.col("_split") == pl.col("_total"))
         .explode("_sentence")
         .drop_nulls("_sentence")
         .with_columns(reason.alias("_reason"))
         .group_by("_row", maintain_order=True)
         .agg(
-            pl.len().alias("_split"),
             sentence.filter(pl.col("_reason").is_not_null()).alias("_named"),
             pl.col("_reason").drop_nulls().alias("_reasons"),
             sentence.first().alias("_first"),
             pl.col("_reason").first().alias("_first_reason"),
         )
     )
-    rows = frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row")).join(
-        split, on="_row", how="left", maintain_order="left"
+    rows = (
+        frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"))
+        .join(sentences.select("_row", "_split"), on="_row", how="left", maintain_order="left")
+        .join(checked, on="_row", how="left", maintain_order="left")
     )
     total, supported = pl.col("n_sentences"), pl.col("n_supported")
     unsupported = total - supported
