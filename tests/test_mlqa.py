@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -40,9 +41,13 @@ GOLDEN = Path(__file__).parent / "golden" / "squad_adversarial.jsonl"
 
 # --- The oracle: mlqa_evaluation_v1.py, one row at a time ------------------------------------
 
-PUNCT = {
-    chr(i) for i in range(sys.maxunicode) if unicodedata.category(chr(i)).startswith("P")
-}.union(string.punctuation)
+@functools.cache
+def punct() -> frozenset[str]:
+    """The script's ``PUNCT``, built when a test first needs it (a pass over every code point,
+    about 1 s: not while each worker collects the tests)."""
+    return frozenset({
+        chr(i) for i in range(sys.maxunicode) if unicodedata.category(chr(i)).startswith("P")
+    }.union(string.punctuation))
 WHITESPACE_LANGS = ["en", "es", "hi", "vi", "de", "ar"]
 MIXED_SEGMENTATION_LANGS = ["zh"]
 
@@ -51,7 +56,7 @@ def mixed_segmentation(text: str) -> list[str]:
     segs_out: list[str] = []
     temp_str = ""
     for char in text:
-        if re.search(r"[\u4e00-\u9fa5]", char) or char in PUNCT:
+        if re.search(r"[\u4e00-\u9fa5]", char) or char in punct():
             if temp_str != "":
                 segs_out.extend(temp_str.split())
                 temp_str = ""
@@ -116,7 +121,8 @@ def normalize_answer(s: str, lang: str | None) -> str:
         return " ".join([t for t in tokens if t.strip() != ""])
 
     def remove_punc(text: str) -> str:
-        return "".join(ch for ch in text if ch not in PUNCT)
+        punctuation = punct()
+        return "".join(ch for ch in text if ch not in punctuation)
 
     return white_space_fix(remove_articles(remove_punc(s.lower()), lang), lang)
 
@@ -283,7 +289,7 @@ def test_punctuation_class_is_the_scripts_punct_on_every_code_point():
     flags = pl.Series(chars, dtype=pl.String).to_frame("c").select(
         pl.col("c").str.contains(f"^[{punctuation_class()}]$")
     )
-    assert flags.to_series().to_list() == [c in PUNCT for c in chars]
+    assert flags.to_series().to_list() == [c in punct() for c in chars]
 
 
 def test_spaceless_class_holds_no_whitespace_and_matches_the_ranges():
