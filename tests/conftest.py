@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import polars as pl
@@ -38,10 +39,18 @@ def _isolated_embedding_cache(tmp_path_factory: pytest.TempPathFactory):
     """Point the default embedding cache at a temporary folder for the whole test session.
 
     ``load_config`` reads ``XDG_CACHE_HOME`` at the configuration edge; tests must neither read
-    nor fill the developer's real cache.
+    nor fill the developer's real cache. The workers of one ``pytest -n`` run share the folder
+    (the cache is safe for concurrent runs: shards are written atomically under unique names),
+    so a text the sample's runs embed is encoded once per run of the suite, not once per worker;
+    a test that counts hits or misses gives its own ``--cache-dir``.
     """
     patch = pytest.MonkeyPatch()
-    patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        cache = tmp_path_factory.getbasetemp().parent / "xdg-cache"
+        cache.mkdir(exist_ok=True)
+    else:
+        cache = tmp_path_factory.mktemp("xdg-cache")
+    patch.setenv("XDG_CACHE_HOME", str(cache))
     yield
     patch.undo()
 
