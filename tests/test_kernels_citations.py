@@ -15,6 +15,7 @@ from pipeline.metrics.qa.citation import (
     parse_citation_markers_unicode,
     strip_citation_markers,
 )
+from pipeline.text.kernels.buffers import start_kernels_in_background
 
 # Marker-shaped pieces: brackets, separators, 1 to 10 digits, the whitespace the pattern's
 # \s takes (\t-\r, space) and does not take (\x1c-\x1f), and a few non-ASCII characters
@@ -79,3 +80,14 @@ def test_sliced_column():
                     strip_citation_markers(pl.lit(column)).alias("s"))
     assert out.to_series(0).to_list() == [None, [2, 3], [4], [5]]
     assert out["s"].to_list() == [None, "b ", "é ", ""]
+
+
+def test_the_compiler_target_is_set_up_on_a_daemon_thread() -> None:
+    """What a run starts while its first chunk is read: a daemon thread that ends on its own,
+    after which the kernels give what they give without it."""
+    thread = start_kernels_in_background()
+    assert thread.daemon and thread.name == "numba-target"
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    out = both(["see [1] and [2, 3]."])
+    assert out["parsed"].to_list() == out["parsed_ref"].to_list() == [[1, 2, 3]]

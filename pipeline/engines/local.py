@@ -58,6 +58,7 @@ from pipeline.scoring import (
     process_embedder,
     row_hashes,
 )
+from pipeline.text.kernels.buffers import start_kernels_in_background
 from pipeline.validate import DUPLICATE_REASON, KEY, Validated, iter_raw, iter_validated
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,7 @@ def stream_scores(
     ``on_progress(stage, rows)`` reports rows read and validated (``"reading"``) and rows
     scored or reused (``"scoring"``), for progress bars.
     """
+    start_kernels_in_background()
     if (
         previous_scores is None and not needs_corpus(config, specs) and not pairs
         and all(parquet_keys_unique(path, config, KEY) for path in inputs)

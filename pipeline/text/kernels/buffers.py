@@ -7,6 +7,7 @@ null). Views of the Arrow memory where Arrow allows it, so a kernel reads the co
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,25 @@ import pyarrow as pa
 
 #: Decorator of every kernel: compiled without the interpreter, cached on disk.
 kernel = numba.njit(cache=True, nogil=True)
+
+
+@kernel
+def _identity(value: int) -> int:  # pragma: no cover - compiled
+    return value
+
+
+def start_kernels_in_background() -> threading.Thread:
+    """Set numba's compiler target up on a daemon thread, and return the thread.
+
+    The first kernel a process calls, even one loaded from the disk cache, first loads numba's
+    typing and lowering registries (0.3-0.5 s). A run starts this while its first chunk is
+    read (polars, outside the interpreter lock), so the first batch finds the target ready and
+    loads each kernel it needs in milliseconds. Calling a kernel meanwhile waits for numba's
+    compiler lock: never a second set-up, never a wrong result.
+    """
+    thread = threading.Thread(target=_identity, args=(0,), name="numba-target", daemon=True)
+    thread.start()
+    return thread
 
 _EMPTY_BYTES = np.zeros(0, dtype=np.uint8)
 
