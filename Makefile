@@ -12,7 +12,7 @@ SAMPLE := data/sample/records.parquet
 RGB_SAMPLE := data/sample/rgb
 RGB_RECORDS := $(OUT)-rgb-records.parquet
 
-.PHONY: evaluate test lint typecheck bench bench-scale sample clean
+.PHONY: evaluate test test-thorough lint typecheck bench bench-scale sample clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)" >&2; exit 1; }
@@ -61,11 +61,21 @@ evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 # minutes on 2 cores with ../shared present (docs/benchmarks.md, make test).
 # Bytecode is written (this environment may turn it off): each test worker and each command the
 # tests start would otherwise compile the package and rewrite the tests' asserts again.
+# The property tests draw half their examples (each still checks hundreds of rows or more);
+# `make test-thorough` runs the same suite drawing all of them.
 test: export PYTHONDONTWRITEBYTECODE =
+test: export RAG_EVAL_TEST_EXAMPLES = 0.5
 test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python tests/warm_kernels.py & warm=$$!; \
 		$(BIN)/python -m mypy; typed=$$?; wait $$warm && test $$typed -eq 0
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+test-thorough: export PYTHONDONTWRITEBYTECODE =
+test-thorough: export RAG_EVAL_TEST_EXAMPLES = 1
+test-thorough: $(TEST_STAMP)
+	$(BIN)/python -m ruff check pipeline tests bench data
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(TEST_STAMP)

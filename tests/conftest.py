@@ -16,6 +16,23 @@ from pipeline.schema import PROVENANCE_SCHEMA, RECORD_SCHEMA
 collect_ignore = ["fixtures"]
 
 
+#: Share of each property test's examples that a run draws: ``RAG_EVAL_TEST_EXAMPLES`` (``make
+#: test`` sets 0.5; ``make test-thorough`` and a plain ``pytest`` draw them all).
+EXAMPLES_SHARE = float(os.environ.get("RAG_EVAL_TEST_EXAMPLES", "1"))
+#: Fewest examples a property test draws, whatever the share.
+MIN_EXAMPLES = 10
+
+
+def examples(n: int) -> int:
+    """``max_examples`` of a property test written for ``n`` examples, under
+    :data:`EXAMPLES_SHARE` (never fewer than :data:`MIN_EXAMPLES`, never more than ``n``).
+
+    >>> examples(100) == max(10, min(100, round(100 * EXAMPLES_SHARE)))
+    True
+    """
+    return max(min(n, MIN_EXAMPLES), min(n, round(n * EXAMPLES_SHARE)))
+
+
 def records(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """A frame with every canonical column (missing ones null) and provenance columns."""
     filled = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import normalize_answer, squad_scores, strict_exact
@@ -126,7 +126,7 @@ answer_text = tricky_text | words | ascii_text
 # on thousands of rows at a fraction of the polars calls.
 # Whole columns per example: 45 examples of 30-90 rows check as many rows as 135 of 10-30, at
 # a third of the scoring calls (each plans the metric expressions again).
-@settings(max_examples=45, deadline=None)
+@settings(max_examples=examples(45), deadline=None)
 @given(st.lists(st.tuples(st.lists(answer_text, min_size=1, max_size=4), answer_text),
                 min_size=30, max_size=90))
 def test_em_f1_equal_official_script(rows):
@@ -142,7 +142,7 @@ def test_em_f1_equal_official_script(rows):
         assert strict == strict_exact(g, p), (g, p)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(tricky_text | words, min_size=1, max_size=20))
 def test_normalize_and_tokens_equal_official_script(texts):
     frame = pl.DataFrame({"t": texts}, schema={"t": pl.String})
@@ -159,7 +159,7 @@ whitespace_heavy = st.text(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(whitespace_heavy, min_size=1, max_size=20))
 def test_collapse_whitespace_equals_split_join(texts):
     frame = pl.DataFrame({"t": [*texts, None]}, schema={"t": pl.String})
@@ -212,7 +212,7 @@ def _check_ascii_paths(texts: list[str]) -> None:
     ]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(ascii_text, min_size=1, max_size=20))
 def test_ascii_fast_path_equals_full_path_and_official_script(texts):
     _check_ascii_paths(texts)
@@ -239,7 +239,7 @@ def test_routing_keeps_rows_and_nulls_in_place():
 token_lists = st.lists(st.sampled_from(["x", "y", "z", "x\x001", "\x00"]), max_size=7)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(token_lists, token_lists), min_size=1, max_size=20))
 def test_multiset_overlap_equals_counter_intersection(pairs):
     frame = pl.DataFrame(

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import sacrebleu
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -178,7 +179,7 @@ any_text = tricky_text | word_text
 
 # Whole columns per example (10-30 rows in one polars run): thousands of rows are compared with
 # sacrebleu and the oracle at a fraction of the polars calls.
-@settings(max_examples=45, deadline=None)
+@settings(max_examples=examples(45), deadline=None)
 @given(st.lists(st.tuples(any_text, any_text), min_size=10, max_size=30))
 def test_bleu_and_textbook_equal_sacrebleu_and_oracle(rows):
     hyps, refs = [h for h, _ in rows], [r for _, r in rows]
@@ -188,7 +189,7 @@ def test_bleu_and_textbook_equal_sacrebleu_and_oracle(rows):
         assert textbook == textbook_oracle(h, r), (h, r)
 
 
-@settings(max_examples=42, deadline=None)
+@settings(max_examples=examples(42), deadline=None)
 @given(st.lists(st.tuples(word_text, word_text), min_size=10, max_size=30))
 def test_bleu_equals_sacrebleu_on_overlapping_word_texts(rows):
     """Texts over a small vocabulary: many matches and repeated n-grams at every order."""
@@ -199,7 +200,7 @@ def test_bleu_equals_sacrebleu_on_overlapping_word_texts(rows):
         assert textbook == textbook_oracle(h, r), (h, r)
 
 
-@settings(max_examples=70, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(st.lists(any_text, min_size=10, max_size=40))
 def test_tokens_equal_tokenizer_13a(texts):
     out = pl.DataFrame({"t": texts}, schema={"t": pl.String}).select(tokens_13a(pl.col("t")))

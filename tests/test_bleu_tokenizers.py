@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import sacrebleu
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -242,14 +243,14 @@ any_text = tricky_text | word_text
 
 # Whole columns per example (10-40 rows in one polars run per tokenizer): as many rows are
 # compared with sacrebleu as before, at a fraction of the polars calls.
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(any_text, min_size=10, max_size=40))
 def test_tokens_equal_sacrebleu_tokenizers(texts):
     for name in NAMES:
         assert tokenized(texts, name) == [sacrebleu_tokens(t, name) for t in texts], name
 
 
-@settings(max_examples=32, deadline=None)
+@settings(max_examples=examples(32), deadline=None)
 @given(st.lists(st.tuples(any_text, any_text), min_size=10, max_size=30))
 def test_bleu_equals_sacrebleu(rows):
     hyps, refs = [h for h, _ in rows], [r for _, r in rows]
@@ -257,7 +258,7 @@ def test_bleu_equals_sacrebleu(rows):
         assert_bleu_equals_sacrebleu(hyps, refs, name)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(any_text, st.sampled_from(["zh", "ja", "ko", "th", "en", None])),
                 min_size=10, max_size=40))
 def test_auto_equals_sacrebleu_per_row(rows):

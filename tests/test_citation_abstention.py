@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import citation_prf, parse_markers
@@ -74,7 +74,7 @@ def test_parse_markers(text, expected):
 # Each example scores a whole batch of rows (a run costs about 0.3 s whatever its size): 25
 # batches of 30-80 rows cover as many (cited, gold) pairs as 200 batches of 10 did (hypothesis
 # draws lists near their minimum size, so the minimum sets the batch).
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.tuples(
     st.lists(st.integers(1, 6), max_size=5), st.lists(st.integers(1, 6), max_size=5)
 ), min_size=30, max_size=80))
@@ -92,7 +92,7 @@ marker_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=55, deadline=None)
+@settings(max_examples=examples(55), deadline=None)
 @given(st.lists(marker_text, min_size=10, max_size=30))
 def test_marker_parsing_equals_oracle(texts):
     frame = pl.DataFrame({"t": texts}, schema={"t": pl.String})

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -520,7 +520,7 @@ TFIDF_TEXTS = st.lists(
 
 # Whole columns per example (hypothesis draws lists near their minimum size, so the minimum
 # sets the batch): as many rows as before against the oracle, at a fraction of the polars runs.
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(st.tuples(TFIDF_TEXTS, TFIDF_TEXTS), min_size=8, max_size=20))
 def test_framework_tfidf_relevance_equals_oracle(pairs):
     frame = pl.DataFrame({"q": [q for q, _ in pairs], "r": [r for _, r in pairs]})
@@ -601,7 +601,7 @@ TEXTS = st.text(
 )
 
 
-@settings(max_examples=75, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(st.lists(TEXTS, min_size=8, max_size=20))
 def test_punctuation_deleted_words_equal_preprocess_text(texts):
     got = pl.DataFrame({"t": texts}).select(punctuation_deleted_words(pl.col("t"))).to_series()
@@ -629,7 +629,7 @@ WORDS = st.lists(st.sampled_from(["the", "The", "cat", "sat", "on", "mat", "a", 
                  max_size=12).map(" ".join)
 
 
-@settings(max_examples=55, deadline=None)
+@settings(max_examples=examples(55), deadline=None)
 @given(st.lists(st.tuples(WORDS, WORDS), min_size=8, max_size=20))
 def test_matched_orders_bleu_equals_oracle(pairs):
     frame = pl.DataFrame({"h": [h for h, _ in pairs], "r": [r for _, r in pairs]})
@@ -637,7 +637,7 @@ def test_matched_orders_bleu_equals_oracle(pairs):
     assert got == [matched_orders_oracle(h, r) for h, r in pairs]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False)
                 | st.floats(min_value=-2.0**40, max_value=2.0**40)
                 | st.integers(-40000, 40000).map(lambda k: k / 20000),
@@ -650,7 +650,7 @@ def test_python_round_and_float_text_equal_python(values):
     assert text == [repr(round(v, 4)) for v in values]
 
 
-@settings(max_examples=72, deadline=None)
+@settings(max_examples=examples(72), deadline=None)
 @given(st.lists(st.lists(st.text(alphabet=st.sampled_from(
     list("ab '\"\\_\t\n\r\x00\x7f\xa0\xadé中\u2028\u200b")), max_size=8), max_size=4),
     min_size=6, max_size=15))

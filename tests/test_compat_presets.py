@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_grounding import Chosen
@@ -194,7 +194,7 @@ _WORDS = ["paris", "Paris.", "london", "not", "wrong", "is", "errors", "terror",
 _TEXT = st.lists(st.sampled_from(_WORDS), max_size=7).map(" ".join)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(rows=st.lists(st.tuples(_TEXT, _TEXT, st.one_of(st.none(), _TEXT)), min_size=1,
                      max_size=6))
 def test_rgb_app_expressions_match_the_transcription(

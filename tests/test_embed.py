@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 import xxhash
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -222,7 +223,7 @@ def test_hashed_counts_by_hand():
     np.testing.assert_array_equal(vector, expected)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.text(alphabet="ab cÉé_1\t", max_size=12), min_size=1, max_size=8),
        st.sampled_from([1, 7, 64]))
 def test_hashed_equals_python_oracle(texts, dim):
@@ -414,7 +415,7 @@ def test_compactions_rewrite_each_vector_a_few_times(tmp_path, monkeypatch):
     assert found[np.argsort(positions), 0].tolist() == [7.0, 63.0]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.none() | st.text(max_size=40), max_size=20))
 def test_text_keys_are_hashlib_sha256(texts):
     """Keys computed in Rust are the bytes earlier caches were written with (hashlib's)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,13 +40,13 @@ def float32() -> MiniLMFloat32Backend:
     return MiniLMFloat32Backend()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.floats(min_value=-9.0, max_value=9.0))
 def test_erfc_within_its_bound_of_math_erfc(x):
     assert float(erfc(np.array([x]))[0]) == pytest.approx(math.erfc(x), rel=1.2e-7, abs=0.0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(min_value=-30.0, max_value=30.0, width=32), min_size=1, max_size=20))
 def test_gelu_is_the_exact_gelu(values):
     """x * Phi(x) with Phi from math.erfc (0.5 (1 + erf) cancels below about -5, where PyTorch's

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -192,7 +193,7 @@ other_words = st.lists(st.sampled_from(["Glendale", "ticket", "Vegas", "1999", "
 
 
 # 5-15 rows judged in one run per example: ~100 quoted claims, at a fifth of the runs.
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(st.lists(st.tuples(quoted_words, other_words), min_size=5, max_size=15))
 def test_a_sentence_quoted_from_its_passage_is_supported(cases):
     # Property: whatever words a passage holds, a claim that copies a run of them, cited, is

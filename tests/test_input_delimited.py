@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -295,7 +296,7 @@ def test_not_utf8_csv(tmp_path: Path) -> None:
 CELLS = st.text(alphabet='ab é,;"\t\n\r', max_size=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     rows=st.lists(st.lists(CELLS, min_size=4, max_size=4), min_size=1, max_size=8),
     separator=st.sampled_from([",", "\t"]),

@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import examples
 from fixtures.layouts.make_fixtures import ROWS, V02_NAMES  # the rows the fixtures hold
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -132,7 +133,7 @@ def test_chunked_parquet_ids_equal_whole_file_ids(tmp_path: Path) -> None:
 # --- the derived id rule --------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(st.characters(exclude_categories=("Cs",))),
        st.text(st.characters(exclude_categories=("Cs",))))
 def test_content_id_is_the_documented_sha256(question: str, reference: str) -> None:
@@ -173,7 +174,7 @@ def test_repeats_are_numbered_per_key_and_reported(tmp_path: Path, caplog) -> No
 _TEXTS = st.lists(st.text(st.characters(exclude_categories=("Cs",)), max_size=12), max_size=5)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_TEXTS)
 def test_python_and_numpy_list_reprs_decode_to_the_list(values: list[str]) -> None:
     cells = [repr(values), str(np.array(values, dtype=object))]
@@ -188,7 +189,7 @@ def test_python_and_numpy_list_reprs_decode_to_the_list(values: list[str]) -> No
             assert json.loads(text) == values, cell
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.integers(-(2**62), 2**62), max_size=6))
 def test_integer_list_reprs(values: list[int]) -> None:
     cells = pl.Series([repr(values), str(np.array(values, dtype=np.int64))])
@@ -205,7 +206,7 @@ _CELLS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_CELLS, max_size=6), st.booleans())
 def test_the_column_shortcut_rewrites_as_the_expression(cells: list[str], nested: bool) -> None:
     """The cheap pre-filter of the reader's column function skips no cell that needs it."""

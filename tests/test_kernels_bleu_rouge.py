@@ -13,6 +13,7 @@ import sys
 import polars as pl
 import pytest
 import sacrebleu
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer, tokenize
@@ -82,7 +83,7 @@ def test_space_points_are_the_interpreters() -> None:
     assert spaces == SPACE_POINTS
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(rows=pairs)
 def test_bleu_statistics_and_scores_equal_sacrebleu(rows) -> None:
     data = frame(rows)
@@ -102,7 +103,7 @@ def test_bleu_statistics_and_scores_equal_sacrebleu(rows) -> None:
         assert score == min(sacrebleu.sentence_bleu(hyp, [ref]).score / 100, 1.0)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(rows=pairs, data=st.data())
 def test_auto_bleu_statistics_equal_the_expression_tokens(rows, data) -> None:
     langs = data.draw(st.lists(st.sampled_from(["en", "zh", "ja", None, "ko", "fr"]),
@@ -120,7 +121,7 @@ def test_auto_bleu_statistics_equal_the_expression_tokens(rows, data) -> None:
     assert got.equals(expected)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(rows=pairs, stem=st.booleans())
 def test_rouge_statistics_equal_rouge_score(rows, stem) -> None:
     got = frame(rows).select(
@@ -135,7 +136,7 @@ def test_rouge_statistics_equal_rouge_score(rows, stem) -> None:
         assert row == rouge_expected(hyp, ref, scorer._tokenizer.tokenize)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(rows=pairs, stem=st.booleans(), tokenizer=st.sampled_from(["auto", "unicode"]),
        data=st.data())
 def test_rouge_statistics_of_every_tokenizer_equal_the_expression(rows, stem, tokenizer, data

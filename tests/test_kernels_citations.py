@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import parse_markers, strip_markers
@@ -39,14 +40,14 @@ def both(texts: list[str | None]) -> pl.DataFrame:
     )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.none() | marker_text | ascii_marker_text, min_size=1, max_size=30))
 def test_kernels_equal_polars_expressions(texts):
     out = both(texts)
     assert out["parsed"].to_list() == out["parsed_ref"].to_list()
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(ascii_marker_text.filter(lambda t: not any("\x1c" <= c <= "\x1f" for c in t)),
                 min_size=1, max_size=30))
 def test_kernels_equal_python_re_on_ascii(texts):

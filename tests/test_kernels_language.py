@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import polars as pl
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,7 +62,7 @@ def _assert_same(frame: pl.DataFrame) -> None:
 
 # Whole frames of 10-40 rows per example: ~1,900 rows against the reference stages, at a
 # fraction of the polars runs.
-@settings(max_examples=110, deadline=None)
+@settings(max_examples=examples(110), deadline=None)
 @given(st.lists(st.tuples(_code, _code, st.none() | _text, st.none() | _text),
                 min_size=10, max_size=40))
 def test_kernel_equals_the_polars_stages(rows: list[tuple]) -> None:
@@ -70,7 +71,7 @@ def test_kernel_equals_the_polars_stages(rows: list[tuple]) -> None:
     _assert_same(frame)
 
 
-@settings(max_examples=35, deadline=None)
+@settings(max_examples=examples(35), deadline=None)
 @given(st.lists(st.tuples(st.none() | st.text(max_size=20), st.none() | st.text(max_size=20)),
                 min_size=10, max_size=40))
 def test_kernel_equals_the_polars_stages_on_any_text(rows: list[tuple]) -> None:

@@ -13,7 +13,7 @@ from collections import Counter
 
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import get_tokens, normalize_answer, squad_scores
@@ -55,7 +55,7 @@ def tokens_of(texts: list[str | None]) -> list[list[str] | None]:
     return pl.select(squad_tokens(pl.lit(series))).to_series().to_list()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(maybe_null, min_size=8, max_size=40))
 def test_kernel_and_squad_tokens_equal_official_script(texts):
     # The kernel tokenizes exactly the ASCII rows and flags the others as wide; the expression
@@ -110,7 +110,7 @@ token = st.sampled_from(["x", "y", "z", "xy", "x\x00", "", "é", "\x01", "yx"])
 token_lists = st.lists(token, max_size=40)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.tuples(token_lists | st.none(), token_lists | st.none()),
                 min_size=1, max_size=20))
 def test_overlap_kernel_equals_counter_intersection(pairs):

@@ -11,7 +11,7 @@ kinds of rows, null and empty candidates, null responses and long token lists (t
 from __future__ import annotations
 
 import polars as pl
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import squad_scores
@@ -44,7 +44,7 @@ def _score(rows: list[tuple[str | None, list[str | None] | None, str | None]]) -
     return score_frame(frame, config).collect()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(row, min_size=1, max_size=30))
 def test_fused_em_f1_equal_official_script(rows):
     out = _score(rows)
@@ -60,7 +60,7 @@ def test_fused_em_f1_equal_official_script(rows):
         assert f1 == float(expected_f1), (golds, response)  # bit-for-bit
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(row, min_size=1, max_size=20), st.integers(1, 4))
 def test_kernel_equals_token_expressions_with_fewer_candidates(rows, n_candidates):
     """Only the first ``n_candidates - 1`` alternatives count, on both paths alike."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import simplemma
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -267,7 +268,7 @@ texts = st.lists(
 
 # Batches of 8-20 pairs (hypothesis draws lists near their minimum size): as many pairs as
 # before against the oracle, at a fraction of the polars runs.
-@settings(max_examples=62, deadline=None)
+@settings(max_examples=examples(62), deadline=None)
 @given(st.lists(st.tuples(texts, texts), min_size=8, max_size=20))
 def test_equals_oracle(pairs):
     responses, references = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -277,7 +278,7 @@ def test_equals_oracle(pairs):
     assert coverage(responses, references) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(texts, min_size=1, max_size=8))
 def test_identity_scores_one(batch):
     assert coverage(batch, batch) == [1.0] * len(batch)

@@ -11,7 +11,7 @@ import re
 
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -274,7 +274,7 @@ _PART = st.tuples(st.sampled_from(_VOCABULARY),
                   st.sampled_from([" ", "  ", ", ", ". ", "\n", "-", "'", " (", ") "]))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.lists(_PART, max_size=14), min_size=1, max_size=25))
 def test_function_word_language_equals_the_oracle(texts: list[list[tuple[str, str]]]) -> None:
     frame = pl.DataFrame({"t": ["".join(w + sep for w, sep in parts) for parts in texts]})
@@ -288,7 +288,7 @@ def test_function_word_language_equals_the_oracle(texts: list[list[tuple[str, st
         assert got is None or not english, text
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.sampled_from([*sorted(STOPWORDS["en"]), "tower", "city", "Paris"]),
                 min_size=1, max_size=20))
 def test_english_words_alone_are_never_another_language(words: list[str]) -> None:

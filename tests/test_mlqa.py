@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import squad_scores
@@ -333,7 +333,7 @@ mixed_text = st.lists(
 lang_codes = st.sampled_from(LANGS)
 
 
-@settings(max_examples=90, deadline=None)
+@settings(max_examples=examples(90), deadline=None)
 @given(st.lists(st.tuples(mixed_text, lang_codes), min_size=10, max_size=40))
 def test_tokens_and_normalization_equal_the_script(rows):
     texts = [t for t, _ in rows]
@@ -348,7 +348,7 @@ def test_tokens_and_normalization_equal_the_script(rows):
     assert [list(k) for k in out["k"].to_list()] == [n.split() for n in normalized]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(mixed_text, min_size=1, max_size=10), st.sampled_from(LANGS[:-1]))
 def test_fixed_language_equals_per_row_language(texts, lang):
     frame = pl.DataFrame({"t": texts}, schema={"t": pl.String})
@@ -360,7 +360,7 @@ def test_fixed_language_equals_per_row_language(texts, lang):
 
 # Whole columns per example (one scoring run scores 10-30 rows): thousands of rows are compared
 # with the script at a fraction of the polars calls.
-@settings(max_examples=65, deadline=None)
+@settings(max_examples=examples(65), deadline=None)
 @given(
     rows=st.lists(
         st.tuples(st.lists(mixed_text, min_size=1, max_size=3), mixed_text,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +147,7 @@ texts = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 
 # Batches of 10-30 pairs (hypothesis draws lists near their minimum size): as many pairs as
 # before against the oracle, at a fraction of the polars runs.
-@settings(max_examples=110, deadline=None)
+@settings(max_examples=examples(110), deadline=None)
 @given(st.lists(st.tuples(texts, texts), min_size=10, max_size=30))
 def test_equals_oracle(pairs):
     responses, references = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -158,7 +159,7 @@ def test_equals_oracle(pairs):
         assert value == oracle_accuracy(response, reference), (response, reference)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(texts, min_size=1, max_size=10))
 def test_identity_scores_one(batch):
     assert score(batch, batch)["score"].to_list() == [1.0] * len(batch)

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -221,7 +222,7 @@ row_strategy = st.fixed_dictionaries(
 
 # Batches of 6-15 rows (hypothesis draws lists near their minimum size): as many rows as
 # before against the oracle, at a fraction of the scoring runs.
-@settings(max_examples=53, deadline=None)
+@settings(max_examples=examples(53), deadline=None)
 @given(st.lists(row_strategy, min_size=6, max_size=15))
 def test_equals_oracle(rows):
     for row, got in zip(rows, score(rows), strict=True):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -253,7 +254,7 @@ texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 # Batches of 12-30 texts (hypothesis draws lists near their minimum size, so the minimum sets
 # the batch): ~700 texts against the oracle, as many as 100 batches of 1-24 did, at a third of
 # the scoring calls (each call costs the composite's whole expression).
-@settings(max_examples=42, deadline=None)
+@settings(max_examples=examples(42), deadline=None)
 @given(st.lists(texts, min_size=12, max_size=30))
 @example(["Aon the other hand however a"])  # composite exactly on the 0.8 band
 def test_equals_oracle(batch):

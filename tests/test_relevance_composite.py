@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -294,7 +295,7 @@ unit = st.floats(0.0, 1.0, allow_nan=False)
 
 # Batches of 10-30 rows (hypothesis draws lists near their minimum size): as many rows as
 # before against the oracle, at a fraction of the scoring runs.
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(st.tuples(texts, texts, categories, unit, unit, unit), min_size=10,
                 max_size=30))
 def test_equals_oracle(cases):

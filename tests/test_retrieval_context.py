@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import normalize_answer
@@ -24,7 +25,7 @@ WORDS = ["the", "Eiffel", "Tower", "1889", "Paris", "a", "built", "in", "1,889",
 text = st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(text, st.lists(text, min_size=1, max_size=4)), min_size=1,
                 max_size=40))
 def test_answer_str_em_equals_alce(rows):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,7 +134,7 @@ def _oracle(text: str | None, phrases: list[str]) -> str | None:
 
 # Batches of 8-25 texts (hypothesis draws lists near their minimum size): as many texts as
 # before against the oracle, at a third of the polars runs.
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     texts=st.lists(
         st.one_of(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.stem import porter
@@ -123,14 +124,14 @@ text = st.lists(word, max_size=150).map(" ".join)
 pair_texts = st.lists(st.tuples(text, text), min_size=6, max_size=15)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(pairs=pair_texts, stem=st.booleans())
 def test_scores_equal_rouge_score(pairs, stem):
     refs, preds = [r for r, _ in pairs], [p for _, p in pairs]
     assert ours(score(refs, preds, stem=stem)) == package_scores(refs, preds, stem=stem)
 
 
-@settings(max_examples=70, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(texts=st.lists(text, min_size=8, max_size=20), stem=st.booleans())
 def test_tokens_equal_rouge_score_tokenizer(texts, stem):
     stemmer = porter.PorterStemmer() if stem else None
@@ -143,7 +144,7 @@ def _lcs_oracle(a: list[str], b: list[str]) -> int:
     return rouge_scorer._lcs_table(b, a)[-1][-1] if a and b else 0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -179,7 +180,7 @@ def _ngram_oracle(a: list[str], b: list[str], n: int) -> tuple[int, int, int]:
     return sum((ca & cb).values()), sum(ca.values()), sum(cb.values())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.tuples(

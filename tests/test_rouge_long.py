@@ -10,6 +10,7 @@ import time
 import numpy as np
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,7 @@ def lcs(pairs: list[tuple[list[str], list[str]]]) -> list[int | None]:
 tokens = st.lists(st.sampled_from("abcd"), max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(tokens, tokens), min_size=1, max_size=6))
 def test_wide_and_swapped_rows_equal_the_oracle(pairs) -> None:
     # Any row longer than 8 tokens takes the Python-integer path here.

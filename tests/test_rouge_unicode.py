@@ -11,6 +11,7 @@ import re
 import polars as pl
 import pytest
 import regex
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer, tokenize
@@ -211,26 +212,26 @@ any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
 
 # Whole columns per example (hypothesis draws lists near their minimum size): as many rows as
 # before are compared with the package and the regex oracle at a fraction of the polars runs.
-@settings(max_examples=65, deadline=None)
+@settings(max_examples=examples(65), deadline=None)
 @given(st.lists(st.tuples(mixed_text, mixed_text), min_size=10, max_size=30))
 def test_scores_equal_rouge_score(pairs):
     refs, preds = [r for r, _ in pairs], [p for _, p in pairs]
     assert ours(refs, preds) == package_scores(refs, preds)
 
 
-@settings(max_examples=85, deadline=None)
+@settings(max_examples=examples(85), deadline=None)
 @given(st.lists(mixed_text | any_text, min_size=10, max_size=40))
 def test_tokens_equal_re(texts):
     assert tokens(texts, "unicode") == [UnicodeTokenizer().tokenize(t) for t in texts]
 
 
-@settings(max_examples=55, deadline=None)
+@settings(max_examples=examples(55), deadline=None)
 @given(st.lists(mixed_text, min_size=10, max_size=40))
 def test_auto_without_lang_equals_the_script_oracle(texts):
     assert tokens(texts, "auto") == [AutoTokenizer().tokenize(t) for t in texts]
 
 
-@settings(max_examples=35, deadline=None)
+@settings(max_examples=examples(35), deadline=None)
 @given(st.lists(st.tuples(mixed_text, mixed_text,
                           st.sampled_from(["en", "zh", "ru", "ja", "de", "und", None])),
                 min_size=8, max_size=20))
@@ -244,7 +245,7 @@ def test_auto_equals_the_chosen_package_tokenizer(rows):
         assert mine == {k: tuple(v) for k, v in scorer.score(ref, pred).items()}
 
 
-@settings(max_examples=35, deadline=None)
+@settings(max_examples=examples(35), deadline=None)
 @given(st.lists(mixed_text, min_size=8, max_size=20))
 def test_identity_scores_one_when_there_are_tokens(texts):
     for text, row in zip(texts, ours(texts, texts), strict=True):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -171,7 +172,7 @@ texts = st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(SEPARATORS))
 
 # Batches of 10-30 texts (hypothesis draws lists near their minimum size): as many texts as
 # before against the oracle, at a fraction of the scoring runs.
-@settings(max_examples=70, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(st.lists(texts, min_size=10, max_size=30))
 def test_equals_oracle(batch):
     out = score(batch)

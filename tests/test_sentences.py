@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +44,7 @@ def test_private_use_input_characters_are_dropped():
     assert split(["Paris\U000f0a02 is big. It\U000f0a01 is."]) == [["Paris is big.", "It is."]]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("aB3. !?\n[]1,\"'()…")), max_size=60))
 def test_no_character_lost(text):
     [pieces] = split([text])
@@ -60,7 +61,7 @@ _SENTENCE = st.tuples(
 ).map(lambda t: " ".join([t[0][0].capitalize(), *t[0][1:]]) + t[1] + t[2])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_SENTENCE, min_size=1, max_size=6), st.sampled_from([" ", "  ", "\n", " \n "]))
 def test_written_sentences_come_back(sentences, gap):
     assert split([gap.join(sentences)]) == [sentences]
@@ -104,13 +105,13 @@ _CJK_SENTENCE = st.tuples(
 ).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_CJK_SENTENCE, min_size=1, max_size=6), st.sampled_from(["", " ", "\n"]))
 def test_cjk_sentences_come_back_without_spaces(sentences, gap):
     assert split([gap.join(sentences)]) == [sentences]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("北a3.。！？．｡」”[]1 \n０")), max_size=60))
 def test_no_character_lost_in_cjk_text(text):
     [pieces] = split([text])

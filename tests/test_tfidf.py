@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,7 +155,7 @@ texts = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)),
 
 # Corpora of 6-20 pairs (hypothesis draws lists near their minimum size): as many pairs as
 # before against the oracle, in larger corpora, at a fraction of the polars runs.
-@settings(max_examples=95, deadline=None)
+@settings(max_examples=examples(95), deadline=None)
 @given(st.lists(st.tuples(texts, texts), min_size=6, max_size=20), st.lists(texts, max_size=4))
 def test_equals_oracle(pairs, extra):
     questions, responses = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -166,7 +167,7 @@ def test_equals_oracle(pairs, extra):
     assert score(questions, responses, table) == pytest.approx(expected, abs=1e-12)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(texts, max_size=12), st.integers(min_value=1, max_value=5))
 def test_batched_frequencies_equal_one_pass(corpus, n_batches):
     series = pl.Series(corpus, dtype=pl.String)
@@ -179,7 +180,7 @@ def test_batched_frequencies_equal_one_pass(corpus, n_batches):
     assert frequencies.idf().to_dict() == one_pass.to_dict()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.one_of(st.none(), texts), max_size=12), st.integers(min_value=1, max_value=4))
 def test_spilled_frequencies_equal_in_memory(tmp_path_factory, corpus, n_batches):
     series = pl.Series(corpus, dtype=pl.String)

@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,7 +114,7 @@ decorated = st.tuples(phrasings, st.sampled_from(["", ".", "!", " ?", "  "]),
                       st.booleans()).map(lambda t: (t[0].upper() if t[2] else t[0]) + t[1])
 
 
-@settings(max_examples=45, deadline=None)
+@settings(max_examples=examples(45), deadline=None)
 @given(st.lists(st.tuples(
     decorated,
     st.one_of(st.none(), st.lists(st.sampled_from(["", " ", "Paris"]), max_size=2)),

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -455,7 +456,7 @@ DEFECTS: dict[str, tuple[dict[str, Any], str]] = {
 JSON_ONLY = {"null question", "int response"}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     plan=st.lists(st.sampled_from([None, "duplicate", *DEFECTS]), min_size=1, max_size=25),
     csv=st.booleans(),

@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
-from conftest import records
+from conftest import examples, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import citation_prf
@@ -609,7 +609,7 @@ def oracle_micro(pairs: list[tuple[list[int], list[int]]]) -> tuple[float, float
     return precision, recall, f1
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(rows=_rows)
 def test_citation_averages_match_oracle(property_dir: Path, rows: list[Any]) -> None:
     scored = score_frame(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -207,7 +208,8 @@ WORDS = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None)  # a few lists of many words: each call is a batch
+# a few lists of many words: each call is a batch
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(WORDS, min_size=1, max_size=80))
 def test_lemmas_and_synonyms_equal_nltk_3_8_1(words):
     assert noun_lemmas(pl.Series(words, dtype=pl.String)).to_list() == [
@@ -271,7 +273,7 @@ def test_nltk_reader_over_the_shipped_tables(nltk_reader):
     assert nltk_reader._morphy("wrote", "n") == []
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(WORDS, min_size=1, max_size=25))
 def test_one_round_equals_nltk_reading_the_shipped_tables(nltk_reader, words):
     """Where one round of rules decides, nltk's reader over the shipped tables agrees with the
