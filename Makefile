@@ -57,9 +57,10 @@ evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 	@echo "The README's tour (A five-minute tour) starts from there."
 
 # Lint first; then mypy beside the numba kernels' first compile (one core each: on a fresh clone
-# both test workers would compile the same kernels at once); then two workers, each taking whole
-# test files (their module fixtures, the Spark session among them, are built once). Under 8
-# minutes on 2 cores with ../shared present (docs/benchmarks.md, make test).
+# the test workers would compile the same kernels at once); then three workers on the two
+# cores, each taking whole test files (their module fixtures, the Spark session among them, are
+# built once): two left the cores idle a sixth of the time (tests that wait on a command, a
+# lock or a browser), three fill it (6 min 35 s against about 7 min; docs/benchmarks.md).
 # Bytecode is written (this environment may turn it off): each test worker and each command the
 # tests start would otherwise compile the package and rewrite the tests' asserts again.
 # The property tests draw half their examples (each still checks hundreds of rows or more);
@@ -77,7 +78,7 @@ test-thorough: export RAG_EVAL_TEST_EXAMPLES = 1
 test-thorough: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile
 
 lint: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
