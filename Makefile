@@ -71,7 +71,7 @@ test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python tests/warm_kernels.py & warm=$$!; \
 		$(BIN)/python -m mypy; typed=$$?; wait $$warm && test $$typed -eq 0
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile
 
 test-thorough: export PYTHONDONTWRITEBYTECODE =
 test-thorough: export RAG_EVAL_TEST_EXAMPLES = 1
