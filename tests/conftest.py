@@ -17,7 +17,7 @@ collect_ignore = ["fixtures"]
 
 
 #: Share of each property test's examples that a run draws: ``RAG_EVAL_TEST_EXAMPLES`` (``make
-#: test`` sets 0.35; ``make test-thorough`` and a plain ``pytest`` draw them all).
+#: test`` sets 0.5; ``make test-thorough`` and a plain ``pytest`` draw them all).
 EXAMPLES_SHARE = float(os.environ.get("RAG_EVAL_TEST_EXAMPLES", "1"))
 #: Fewest examples a property test draws, whatever the share.
 MIN_EXAMPLES = 10
