@@ -38,7 +38,7 @@ from pipeline.config import Config
 from pipeline.engines import STALE_NOTE, EngineRun, duplicate_rows_sql, first_scored_rows_sql
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
-from pipeline.io.other_columns import union_writer
+from pipeline.io.other_columns import STRING_VIEWS, union_writer
 from pipeline.io.parquet_options import parquet_writer
 from pipeline.io.partitioned import PartitionedWriter, partition_dir
 from pipeline.io.readers import parquet_keys_unique
@@ -83,8 +83,6 @@ _EXTRAS = "other-columns.parquet"
 #: The columns of ``texts.parquet`` before the inputs' other columns, with their dtypes.
 TEXTS_BASE = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).select(TEXT_COLUMNS).schema
 _KEY_SCHEMA = {SOURCE_COLUMN: pl.String(), ROW_COLUMN: pl.Int64()}
-#: Arrow tables of polars frames as string views, which share the frames' buffers.
-VIEWS = pl.CompatLevel.newest()
 
 
 class ScoreSink(Protocol):
@@ -400,7 +398,7 @@ def _read_and_validate(
     # views, without copying every text into Arrow's large strings first.
     records_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).with_columns(
         pl.lit(None, pl.Binary).alias(ROW_HASH)
-    ).to_arrow(compat_level=VIEWS).schema
+    ).to_arrow(compat_level=STRING_VIEWS).schema
     rejected_schema = pl.DataFrame(schema=REJECTED_SCHEMA).to_arrow().schema
     with (
         parquet_writer(records_path, records_schema) as records_out,
@@ -414,7 +412,7 @@ def _read_and_validate(
             n_bytes += text_bytes(valid)
             stats.add(valid)
             records_out.write_table(
-                valid.with_columns(row_hashes(valid)).to_arrow(compat_level=VIEWS)
+                valid.with_columns(row_hashes(valid)).to_arrow(compat_level=STRING_VIEWS)
                 .cast(records_schema)
             )
             rejected_out.write_table(chunk.rejected.to_arrow().cast(rejected_schema))

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 #: Rows per slice when segments are copied into the target.
 MERGE_ROWS = 100_000
+#: ``to_arrow`` as Arrow string views, polars' own layout: the table shares the frame's buffers
+#: instead of copying every text into Arrow's large strings (pyarrow >= 21 writes them).
+STRING_VIEWS = pl.CompatLevel.newest()
 
 
 class UnionWriter:
@@ -91,10 +94,9 @@ class UnionWriter:
             name not in current or current[name] != union[name] for name in frame.columns
         ):
             self._current = current = union
-        # Arrow's string views are polars' own layout: the table shares the frame's buffers
-        # (the default, large strings, copied every text: 0.06 s and ~200 MB a 250k-row chunk
-        # of short answers with their passages while it waited to be written).
-        return _conformed(frame, current).to_arrow(compat_level=pl.CompatLevel.newest())
+        # Large strings (the default) copied every text: 0.06 s and ~200 MB a 250k-row chunk
+        # of short answers with their passages, held while it waited to be written.
+        return _conformed(frame, current).to_arrow(compat_level=STRING_VIEWS)
 
     def write(self, table: pa.Table) -> None:
         """Append ``table`` (from :meth:`conform`, in the same order) to its segment."""

@@ -38,6 +38,7 @@ def start_kernels_in_background() -> threading.Thread:
     thread.start()
     return thread
 
+
 _EMPTY_BYTES = np.zeros(0, dtype=np.uint8)
 
 
