@@ -13,6 +13,7 @@ import sacrebleu
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from pipeline.metrics.lexical.bleu import (
@@ -123,11 +124,41 @@ def test_corpus_bleu_from_summed_statistics():
 
 
 def test_edge_cases_and_nulls():
-    frame = pairs(["", "", "a b c", "a b c d", None, "a"], ["", "a b", "", "a b c d", "a", None])
+    frame = pairs(["", "", "a b c", "a b c d", None, "a", ""],
+                  ["", "a b", "", "a b c d", "a", None, None])
     got = frame.select(b=bleu(pl.col("h"), pl.col("r")), t=textbook_bleu(pl.col("h"), pl.col("r")))
-    assert got.to_series(0).to_list() == [0.0, 0.0, 0.0, 1.0, None, None]
+    assert got.to_series(0).to_list() == [0.0, 0.0, 0.0, 1.0, None, None, None]
     # Textbook: empty hypothesis -> BP 0; empty reference -> every precision floored.
-    assert got.to_series(1).to_list() == [0.0, 0.0, pytest.approx(0.0001), 1.0, None, None]
+    assert got.to_series(1).to_list() == [0.0, 0.0, pytest.approx(0.0001), 1.0, None, None, None]
+
+
+def compute_bleu(stats: tuple[int, ...], effective_order: bool) -> float:
+    """sacrebleu's own ``BLEU.compute_bleu`` of one row of statistics, on the 0..1 scale."""
+    counts, totals, sys_len, ref_len = stats[:4], stats[4:8], stats[8], stats[9]
+    score = BLEU.compute_bleu(list(counts), list(totals), sys_len, ref_len, smooth_method="exp",
+                              effective_order=effective_order).score
+    return min(score / 100, 1.0)
+
+
+@st.composite
+def statistics_rows(draw: st.DrawFn) -> tuple[int, ...]:
+    """Consistent BLEU statistics: totals from the hypothesis length, matches within them."""
+    hyp_len = draw(st.integers(0, 60) | st.integers(0, 10**9))
+    ref_len = draw(st.integers(0, 60) | st.integers(0, 10**9))
+    totals = [max(hyp_len - n + 1, 0) for n in range(1, 5)]
+    matches = [draw(st.integers(0, total)) for total in totals]
+    return (*matches, *totals, hyp_len, ref_len)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.lists(statistics_rows(), min_size=1, max_size=40), st.booleans())
+def test_score_kernel_equals_compute_bleu_bit_for_bit(rows, effective_order):
+    """The compiled score (:func:`sentence_bleu`) against sacrebleu's ``compute_bleu`` itself,
+    over statistics of any size (corpus sums included)."""
+    frame = pl.DataFrame(rows, schema=statistic_names(), orient="row")
+    stats = {name: pl.col(name) for name in frame.columns}
+    got = frame.select(sentence_bleu(stats, effective_order=effective_order)).to_series()
+    assert got.to_list() == [compute_bleu(row, effective_order) for row in rows]
 
 
 def test_literal_reference_is_broadcast():

@@ -284,16 +284,23 @@ def bleu_tokens(text: pl.Expr, tokenize: str, lang: pl.Expr | None = None) -> pl
 # --- token ids for the statistics kernels ------------------------------------------------------
 
 
+#: The tokenizers a row can take, by code (:func:`_row_tokenizers`); ``13a`` is code 0.
+_CODED: tuple[str, ...] = tuple(name for name in BLEU_TOKENIZE if name != "auto")
+_13A = _CODED.index("13a")
+
+
 def _row_tokenizers(rows: int, tokenize: str, lang: pl.Series | None) -> np.ndarray:
-    """The tokenizer name of each row, as :func:`bleu_tokens` chooses it."""
+    """The tokenizer of each row, as :func:`bleu_tokens` chooses it: codes into
+    :data:`_CODED` (``int8``)."""
     if tokenize not in BLEU_TOKENIZE:
         raise ValueError(f"tokenize must be one of {', '.join(BLEU_TOKENIZE)}, got {tokenize!r}")
     if tokenize != "auto":
-        return np.full(rows, tokenize, dtype=object)
+        return np.full(rows, _CODED.index(tokenize), dtype=np.int8)
     if lang is None or not lang.cast(pl.String).is_in(list(AUTO_TOKENIZE)).any():
-        return np.full(rows, "13a", dtype=object)
-    names = lang.cast(pl.String).replace_strict(AUTO_TOKENIZE, default="13a").fill_null("13a")
-    return names.to_numpy().astype(object)
+        return np.full(rows, _13A, dtype=np.int8)
+    codes = {language: _CODED.index(name) for language, name in AUTO_TOKENIZE.items()}
+    chosen = lang.cast(pl.String).replace_strict(codes, default=_13A, return_dtype=pl.Int8)
+    return chosen.fill_null(_13A).to_numpy()
 
 
 def _ids_by_expression(hyp: pl.Series, ref: pl.Series, name: str) -> TokenIds:
@@ -315,9 +322,9 @@ def bleu_token_ids(
     """
     hyp, ref = hyp.cast(pl.String), ref.cast(pl.String)
     rows = len(hyp)
-    names = _row_tokenizers(rows, tokenize, lang)
+    codes = _row_tokenizers(rows, tokenize, lang)
     parts: TokenParts = []
-    kernel_rows = names == "13a"
+    kernel_rows = codes == _13A
     rest = ~kernel_rows
     if kernel_rows.any():
         hyp_offsets, hyp_data, hyp_valid = column_buffers(hyp)
@@ -333,10 +340,10 @@ def bleu_token_ids(
                                      row_offsets(ref_tokens[2]), max(len(first), 1))))
         # A row holding '<' or '&' on a side is the expression's, both sides.
         undone = (hyp_take & ~hyp_tokens[3]) | (ref_take & ~ref_tokens[3])
-        names = np.where(undone, "13a", np.where(kernel_rows, "", names))
         rest = undone | rest
-    for name in dict.fromkeys(names[rest].tolist()):
-        chosen = np.flatnonzero(names == name)
+    for code in np.unique(codes[rest]).tolist():
+        chosen = np.flatnonzero(rest & (codes == code))
+        name = _CODED[code]
         if len(chosen) == rows:
             parts.append((None, _ids_by_expression(hyp, ref, name)))
         else:

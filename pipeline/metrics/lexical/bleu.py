@@ -5,7 +5,8 @@ over the matching orders.
 (sacrebleu 2.x, ``BLEU|nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp``): 13a tokens
 (:func:`pipeline.text.tokenize_13a.tokens_13a`), clipped n-gram matches for n = 1..4
 (``BLEU._compute_segment_statistics``) and ``BLEU.compute_bleu`` with exponential smoothing and
-effective order, doing the same float operations in the same order, so the values are
+effective order, doing the same float operations in the same order (a compiled kernel over
+the statistics, :func:`pipeline.text.kernels.bleu.sentence_bleu_scores`), so the values are
 bit-identical. Two departures, both at the end: sacrebleu reports 0..100 and we divide by 100;
 and the score is clipped at 1.0, because sacrebleu's perfect score is
 ``exp(log(100)) = 100.00000000000004`` (only a perfect match exceeds 1, by 4.4e-16).
@@ -28,7 +29,8 @@ The per-row sufficient statistics of :func:`bleu_statistics` are Int64 counts, s
 (``pl.map_batches``): tokens get batch-local integer ids and each order needs one sort of
 (row, n-gram, side) keys. polars runs a user function once per use of its expression, so store
 the statistics as columns and score from those; :func:`bleu` and :func:`textbook_bleu` do so
-inside one batch function. Null texts give null statistics and scores.
+inside one batch function. Null texts give null statistics and scores (any of the BLEU
+variants: an empty response beside a null reference scores null, not 0).
 
 From texts, :func:`text_statistics` gives the match counts and token counts in one pass of the
 compiled kernels (:mod:`pipeline.text.kernels`: the 13a tokenizer, token ids, clipped counts),
@@ -44,6 +46,7 @@ from functools import partial
 import numpy as np
 import polars as pl
 
+from pipeline.text.kernels.bleu import frozen, sentence_bleu_scores
 from pipeline.text.kernels.buffers import with_nulls
 from pipeline.text.kernels.rouge import NO_LCS, part_statistics
 from pipeline.text.normalize import python_lower
@@ -51,8 +54,6 @@ from pipeline.text.tokenize import whitespace_tokens
 from pipeline.text.tokenize_sacrebleu import bleu_token_ids, broadcast, broadcast_pair
 
 MAX_ORDER = 4
-#: ``sacrebleu.utils.my_log(0.0)``.
-LOG_ZERO = -9999999999.0
 #: The precision that replaces a zero n-gram precision in :func:`textbook_bleu`.
 TEXTBOOK_FLOOR = 0.0001
 # Integer keys stay below this bound, so products of codes never overflow int64.
@@ -294,22 +295,9 @@ def brevity_penalty(hyp_len: pl.Expr, ref_len: pl.Expr) -> pl.Expr:
     )
 
 
-def divide_exactly(numerator: pl.Expr, divisor: float) -> pl.Expr:
-    """``numerator / divisor`` correctly rounded, as Python's ``/`` (for finite numerators).
-
-    polars divides a float column by a scalar as a product with ``1 / divisor``, which can be one
-    ulp off (``9.688464563433238 / 100``); dividing by a column of ``divisor`` is exact.
-    """
-    return numerator / (numerator * 0.0 + divisor)
-
-
-def _my_log(value: pl.Expr) -> pl.Expr:
-    """``sacrebleu.utils.my_log``: ``log``, floored to ``-9999999999`` at 0."""
-    return pl.when(value == 0.0).then(pl.lit(LOG_ZERO)).otherwise(value.log())
-
-
 def sentence_bleu(stats: Mapping[str, pl.Expr], *, effective_order: bool = True) -> pl.Expr:
-    """``BLEU.compute_bleu(..., smooth_method="exp").score / 100``, at most 1.0, from statistics.
+    """``BLEU.compute_bleu(..., smooth_method="exp").score / 100``, at most 1.0, from statistics
+    (:func:`pipeline.text.kernels.bleu.sentence_bleu_scores`); null where a statistic is null.
 
     ``stats`` maps the names of :func:`statistic_names` to columns (those of
     :func:`bleu_statistics`) or to their sums for corpus BLEU.
@@ -320,36 +308,29 @@ def sentence_bleu(stats: Mapping[str, pl.Expr], *, effective_order: bool = True)
     >>> round(pl.select(sentence_bleu(stats)).item(), 6)
     0.379918
     """
-    order = _order(stats)
-    float_of = {name: expr.cast(pl.Float64) for name, expr in stats.items()}
-    nothing_reached = float_of["totals_1"] == 0.0  # the effective order stays at max_order
-    reached = pl.lit(True)  # every order up to n has n-grams: compute_bleu's loop goes on
-    halvings = pl.lit(0.0)  # log2 of ``smooth_mteval``
-    eff_order = pl.lit(0.0)
-    log_sum = pl.lit(0.0)
-    for n in range(1, order + 1):
-        matched, total = float_of[f"matches_{n}"], float_of[f"totals_{n}"]
-        reached = reached & (total != 0.0)
-        halvings = halvings + (reached & (matched == 0.0)).cast(pl.Float64)
-        precision = (
-            pl.when(~reached)
-            .then(pl.lit(0.0))
-            .when(matched == 0.0)
-            .then(pl.lit(100.0) / (pl.lit(2.0).pow(halvings) * total))
-            .otherwise(pl.lit(100.0) * matched / total)
-        )
-        term = _my_log(precision)
-        if effective_order:  # orders beyond the effective order are not summed (+ 0.0 is exact)
-            term = pl.when(reached | nothing_reached).then(term).otherwise(pl.lit(0.0))
-        log_sum = log_sum + term if n > 1 else term
-        eff_order = eff_order + reached.cast(pl.Float64)
-    if not effective_order:
-        eff_order = pl.lit(float(order))
-    eff_order = pl.when(eff_order == 0.0).then(pl.lit(float(order))).otherwise(eff_order)
-    bp = brevity_penalty(stats["hyp_len"], stats["ref_len"])
-    no_match = pl.all_horizontal([float_of[f"matches_{n}"] == 0.0 for n in range(1, order + 1)])
-    score = pl.when(no_match).then(pl.lit(0.0)).otherwise(bp * (log_sum / eff_order).exp())
-    return divide_exactly(score, 100.0).clip(upper_bound=1.0)
+    names = statistic_names(_order(stats))
+    return pl.map_batches(
+        [stats[name] for name in names],
+        partial(_sentence_bleu_batch, effective_order=effective_order),
+        return_dtype=pl.Float64,
+        is_elementwise=True,
+    )
+
+
+def _sentence_bleu_batch(series: Sequence[pl.Series], effective_order: bool) -> pl.Series:
+    """:func:`sentence_bleu` of one batch: the columns of :func:`statistic_names`, in order."""
+    columns = broadcast(*series)
+    order = (len(columns) - 2) // 2
+    valid = np.ones(len(columns[0]), dtype=np.bool_)
+    for column in columns:
+        if column.null_count():
+            valid &= column.is_not_null().to_numpy()
+    values = [column.cast(pl.Int64).fill_null(0).to_numpy() for column in columns]
+    scores = sentence_bleu_scores(  # read-only arrays: one compiled signature
+        frozen(np.column_stack(values[:order])), frozen(np.column_stack(values[order:2 * order])),
+        frozen(values[2 * order]), frozen(values[2 * order + 1]), effective_order,
+    )
+    return with_nulls("bleu", scores, valid)
 
 
 def textbook_from_statistics(stats: Mapping[str, pl.Expr]) -> pl.Expr:
@@ -403,7 +384,9 @@ def _score_batch(
     texts = pl.DataFrame([hyp.alias("hyp"), ref.alias("ref")])
     tokens = texts.select(hyp=tokenize(pl.col("hyp")), ref=tokenize(pl.col("ref")))
     stats = _statistics_frame(tokens["hyp"], tokens["ref"])
-    return stats.select(score({name: pl.col(name) for name in stats.columns})).to_series()
+    missing = (hyp.is_null() | ref.is_null()).alias("missing")
+    scored = score({name: pl.col(name) for name in stats.columns})
+    return stats.with_columns(missing).select(pl.when(~pl.col("missing")).then(scored)).to_series()
 
 
 def _scored(

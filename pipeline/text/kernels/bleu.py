@@ -17,10 +17,14 @@ bytes, equal ids); :class:`TokenIds` carries them, per row, to the statistics ke
 (:func:`pipeline.text.kernels.rouge.token_statistics`). A batch whose rows are tokenized in
 different ways is a list of :data:`TokenParts`: the ids of all rows, then of the rows that
 another tokenizer reads, each part overriding the rows it names.
+
+The score: :func:`sentence_bleu_scores` is ``BLEU.compute_bleu`` (exponential smoothing) over
+rows of statistics, with sacrebleu's float operations in its order.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -381,3 +385,58 @@ def empty_token_ids(rows: int) -> TokenIds:
     """:class:`TokenIds` of ``rows`` rows without tokens."""
     offsets = np.zeros(rows + 1, dtype=np.int64)
     return TokenIds(_EMPTY_IDS, offsets, _EMPTY_IDS, offsets, 1)
+
+
+# --- the score from the statistics ---------------------------------------------------------------
+
+#: ``sacrebleu.utils.my_log(0.0)``.
+LOG_ZERO = -9999999999.0
+
+
+@kernel
+def sentence_bleu_scores(matches: np.ndarray, totals: np.ndarray, hyp_len: np.ndarray,
+                         ref_len: np.ndarray, effective_order: bool) -> np.ndarray:
+    """``BLEU.compute_bleu(..., smooth_method="exp").score / 100`` of each row, at most 1.0.
+
+    ``matches`` and ``totals`` are ``(rows, max_order)`` int64 arrays of clipped matches and
+    n-gram counts; the float operations are sacrebleu 2.x's, in its order (exponential smoothing,
+    ``my_log``, the left-to-right ``sum`` of the logs, the brevity penalty), so the values are
+    bit-identical; ``/ 100`` is correctly rounded.
+    """
+    rows, order = matches.shape
+    out = np.empty(rows, dtype=np.float64)
+    precisions = np.empty(order, dtype=np.float64)
+    for row in range(rows):
+        matched_any = False
+        for n in range(order):
+            matched_any = matched_any or matches[row, n] != 0
+        if not matched_any:  # sacrebleu's early stop: no match of any order scores 0
+            out[row] = 0.0
+            continue
+        smooth_mteval = 1.0
+        eff_order = order
+        for n in range(order):
+            precisions[n] = 0.0
+        for n in range(order):
+            total = totals[row, n]
+            if total == 0:
+                break
+            if effective_order:
+                eff_order = n + 1
+            if matches[row, n] == 0:
+                smooth_mteval *= 2.0
+                precisions[n] = 100.0 / (smooth_mteval * total)
+            else:
+                precisions[n] = 100.0 * matches[row, n] / total
+        log_sum = 0.0
+        for n in range(eff_order):
+            log_sum += LOG_ZERO if precisions[n] == 0.0 else math.log(precisions[n])
+        c, r = hyp_len[row], ref_len[row]
+        if c >= r:
+            bp = 1.0
+        elif c > 0:
+            bp = math.exp(1.0 - r / c)
+        else:
+            bp = 0.0
+        out[row] = min(bp * math.exp(log_sum / eff_order) / 100.0, 1.0)
+    return out
