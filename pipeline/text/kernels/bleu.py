@@ -38,9 +38,11 @@ SPACE_POINTS: tuple[int, ...] = (
     0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
 )
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
+#: Multipliers of :func:`_token_hash` (odd 64-bit constants: the golden ratio's and splitmix64's).
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_MIX_LENGTH = np.uint64(0xBF58476D1CE4E5B9)
 _SHIFT = np.uint64(32)
+_BYTE = np.uint64(8)
 _EMPTY_IDS = np.zeros(0, dtype=np.int32)
 
 
@@ -168,15 +170,54 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
     one = np.empty(5 * longest + 16, dtype=np.uint8)
     two = np.empty(5 * longest + 16, dtype=np.uint8)
     out_bytes = np.empty(total, dtype=np.uint8)
-    out_offsets = np.zeros(total + 1, dtype=np.int64)
+    out_offsets = np.empty(total + 1, dtype=np.int64)  # a bound: only the used part is written
+    out_offsets[0] = 0
     counts = np.zeros(rows, dtype=np.int64)
     done = take.copy()
     written, tokens = 0, 0
     for row in range(rows):
         if not take[row]:
             continue
+        # Fast path: a row without '.', ',', '-', '\n', '<' or '&' is split as it is (rule 1
+        # alone applies, and trailing whitespace makes no token); else it is undone and redone.
+        start, size = offsets[row], offsets[row + 1] - offsets[row]
+        before, before_written = tokens, written
+        plain, open_token, k = True, False, 0
+        while k < size:
+            b = data[start + k]
+            kind = _CLASSES[b]
+            if kind >= 4:
+                plain = False
+                break
+            width = 1 if kind == 1 else 0
+            if kind == 3:
+                width = space_length(data, start + k, start + size)
+            if width == 0 and kind != 2:
+                out_bytes[written] = b
+                written += 1
+                open_token = True
+                k += 1
+                continue
+            if open_token:
+                tokens += 1
+                out_offsets[tokens] = written
+                open_token = False
+            if width:
+                k += width
+                continue
+            out_bytes[written] = b
+            written += 1
+            tokens += 1
+            out_offsets[tokens] = written
+            k += 1
+        if plain:
+            if open_token:
+                tokens += 1
+                out_offsets[tokens] = written
+            counts[row] = tokens - before
+            continue
+        tokens, written = before, before_written
         # ``line.rstrip()``, into ``two``.
-        size = offsets[row + 1] - offsets[row]
         for k in range(size):
             two[k] = data[offsets[row] + k]
         while size > 0:
@@ -253,12 +294,84 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
 
 
 @kernel
+def _token_hash(buf: np.ndarray, start: int, end: int) -> tuple[np.uint64, np.uint64]:
+    """``(hash, key)`` of the string ``buf[start:end]``: a string of at most 8 bytes is its own
+    key (its bytes, little-endian; with its length, equal keys are equal strings); a longer one
+    has key 0 and a hash of its 8-byte words."""
+    size = end - start
+    key = np.uint64(0)
+    if size <= 8:
+        for k in range(end - 1, start - 1, -1):
+            key = (key << _BYTE) | np.uint64(buf[k])
+        h = (key ^ (np.uint64(size) * _MIX_LENGTH)) * _MIX
+    else:
+        h = np.uint64(size) * _MIX_LENGTH
+        word = np.uint64(0)
+        for k in range(start, end):
+            word = (word << _BYTE) | np.uint64(buf[k])
+            if (k - start) % 8 == 7:
+                h = (h ^ word) * _MIX
+                word = np.uint64(0)
+        h = (h ^ word) * _MIX
+    return h ^ (h >> _SHIFT), key
+
+
+@kernel
+def _same_bytes(buf: np.ndarray, start: int, old: np.ndarray, old_start: int, size: int) -> bool:
+    for k in range(size):  # noqa: SIM110 - a loop numba compiles, not a generator
+        if old[old_start + k] != buf[start + k]:
+            return False
+    return True
+
+
+@kernel
+def _find(slots: np.ndarray, hashes: np.ndarray, keys: np.ndarray, sizes: np.ndarray,
+          first: np.ndarray, h: np.uint64, key: np.uint64, buf: np.ndarray, start: int,
+          size: int, offsets_a: np.ndarray, bytes_a: np.ndarray, offsets_b: np.ndarray,
+          bytes_b: np.ndarray) -> tuple[int, int]:
+    """``(id, slot)`` of the string ``buf[start:start + size]`` in the table, or ``(-1, the
+    free slot where it goes)``."""
+    mask = len(slots) - 1
+    slot = np.int64(h & np.uint64(mask))
+    count_a = len(offsets_a) - 1
+    while slots[slot] >= 0:
+        candidate = slots[slot]
+        if hashes[candidate] == h and sizes[candidate] == size and keys[candidate] == key:
+            if size <= 8:
+                return candidate, slot
+            seen = first[candidate]
+            if seen < count_a:
+                if _same_bytes(buf, start, bytes_a, offsets_a[seen], size):
+                    return candidate, slot
+            elif _same_bytes(buf, start, bytes_b, offsets_b[seen - count_a], size):
+                return candidate, slot
+        slot = (slot + 1) & mask
+    return -1, slot
+
+
+@kernel
+def _grown(slots: np.ndarray, hashes: np.ndarray, n_ids: int) -> np.ndarray:
+    """Twice the slots, every id rehashed into them."""
+    capacity = 2 * len(slots)
+    mask = capacity - 1
+    grown = np.empty(capacity, dtype=np.int32)
+    grown[:] = -1
+    for known in range(n_ids):
+        slot = np.int64(hashes[known] & np.uint64(mask))
+        while grown[slot] >= 0:
+            slot = (slot + 1) & mask
+        grown[slot] = known
+    return grown
+
+
+@kernel
 def intern_pair(offsets_a: np.ndarray, bytes_a: np.ndarray, offsets_b: np.ndarray,
                 bytes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dense ids of the strings of two buffers: equal bytes, equal ids (first seen, first id).
 
     Returns ``(ids_a, ids_b, first)``: ``first[i]`` is where id ``i`` first occurs, an index
-    into ``a`` below ``len(offsets_a) - 1`` and into ``b`` (minus that) from there on.
+    into ``a`` below ``len(offsets_a) - 1`` and into ``b`` (minus that) from there on. A string
+    of at most 8 bytes is compared by its key (:func:`_token_hash`), a longer one byte by byte.
     """
     count_a, count_b = len(offsets_a) - 1, len(offsets_b) - 1
     total = count_a + count_b
@@ -268,60 +381,33 @@ def intern_pair(offsets_a: np.ndarray, bytes_a: np.ndarray, offsets_b: np.ndarra
     slots = np.empty(capacity, dtype=np.int32)
     slots[:] = -1
     hashes = np.empty(max(total, 1), dtype=np.uint64)
+    keys = np.empty(max(total, 1), dtype=np.uint64)
+    sizes = np.empty(max(total, 1), dtype=np.int64)
     first = np.empty(max(total, 1), dtype=np.int64)
-    ids_a = np.empty(count_a, dtype=np.int32)
-    ids_b = np.empty(count_b, dtype=np.int32)
+    ids = (np.empty(count_a, dtype=np.int32), np.empty(count_b, dtype=np.int32))
     n_ids = 0
-    for index in range(total):
-        in_a = index < count_a
-        buf = bytes_a if in_a else bytes_b
-        start = offsets_a[index] if in_a else offsets_b[index - count_a]
-        end = offsets_a[index + 1] if in_a else offsets_b[index - count_a + 1]
-        h = _FNV_OFFSET  # FNV-1a, high half folded in
-        for k in range(start, end):
-            h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
-        h ^= h >> _SHIFT
-        mask = capacity - 1
-        slot = np.int64(h & np.uint64(mask))
-        found = -1
-        while slots[slot] >= 0:
-            candidate = slots[slot]
-            if hashes[candidate] == h:
-                seen = first[candidate]
-                old_in_a = seen < count_a
-                old = bytes_a if old_in_a else bytes_b
-                old_start = offsets_a[seen] if old_in_a else offsets_b[seen - count_a]
-                old_end = offsets_a[seen + 1] if old_in_a else offsets_b[seen - count_a + 1]
-                same = old_end - old_start == end - start
-                k = 0
-                while same and k < end - start:
-                    same = old[old_start + k] == buf[start + k]
-                    k += 1
-                if same:
-                    found = candidate
-                    break
-            slot = (slot + 1) & mask
-        if found < 0:
-            found = n_ids
-            slots[slot] = found
-            hashes[found] = h
-            first[found] = index
-            n_ids += 1
-            if 2 * n_ids > capacity:  # grow: every id rehashed into twice the slots
-                capacity *= 2
-                mask = capacity - 1
-                slots = np.empty(capacity, dtype=np.int32)
-                slots[:] = -1
-                for known in range(n_ids):
-                    slot = np.int64(hashes[known] & np.uint64(mask))
-                    while slots[slot] >= 0:
-                        slot = (slot + 1) & mask
-                    slots[slot] = known
-        if in_a:
-            ids_a[index] = found
-        else:
-            ids_b[index - count_a] = found
-    return ids_a, ids_b, first[:n_ids].copy()
+    for side in range(2):  # one buffer at a time: no array chosen per string
+        offsets = offsets_a if side == 0 else offsets_b
+        buf = bytes_a if side == 0 else bytes_b
+        out = ids[side]
+        base = 0 if side == 0 else count_a
+        for index in range(len(offsets) - 1):
+            start, end = offsets[index], offsets[index + 1]
+            h, key = _token_hash(buf, start, end)
+            found, slot = _find(slots, hashes, keys, sizes, first, h, key, buf, start,
+                                end - start, offsets_a, bytes_a, offsets_b, bytes_b)
+            if found < 0:
+                found = n_ids
+                slots[slot] = found
+                hashes[found] = h
+                keys[found] = key
+                sizes[found] = end - start
+                first[found] = base + index
+                n_ids += 1
+                if 2 * n_ids > len(slots):
+                    slots = _grown(slots, hashes, n_ids)
+            out[index] = found
+    return ids[0], ids[1], first[:n_ids].copy()
 
 
 @kernel

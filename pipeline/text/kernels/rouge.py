@@ -61,7 +61,8 @@ def rouge_tokens_ascii(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
         if take[row]:
             total += offsets[row + 1] - offsets[row]
     out_bytes = np.empty(total, dtype=np.uint8)
-    out_offsets = np.zeros(total + 1, dtype=np.int64)
+    out_offsets = np.empty(total + 1, dtype=np.int64)  # a bound: only the used part is written
+    out_offsets[0] = 0
     counts = np.zeros(rows, dtype=np.int64)
     written, tokens = 0, 0
     for row in range(rows):
