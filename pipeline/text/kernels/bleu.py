@@ -328,7 +328,7 @@ def _same_bytes(buf: np.ndarray, start: int, old: np.ndarray, old_start: int, si
 def _find(slots: np.ndarray, hashes: np.ndarray, keys: np.ndarray, sizes: np.ndarray,
           first: np.ndarray, h: np.uint64, key: np.uint64, buf: np.ndarray, start: int,
           size: int, offsets_a: np.ndarray, bytes_a: np.ndarray, offsets_b: np.ndarray,
-          bytes_b: np.ndarray) -> tuple[int, int]:
+          bytes_b: np.ndarray) -> tuple[int, np.int64]:
     """``(id, slot)`` of the string ``buf[start:start + size]`` in the table, or ``(-1, the
     free slot where it goes)``."""
     mask = len(slots) - 1
