@@ -168,12 +168,15 @@ def evaluate(
         "read %d rows: %d scored, %d rejected; %d metrics", result.n_read, result.n_scored,
         result.n_rejected, len(specs),
     )
-    if stats:
+    def statistics() -> None:
         with phase("statistics"):
             write_stats(out_dir, resamples=resamples, seed=seed, by=stats_by)
-    if build_db:
+
+    if build_db:  # the statistics beside the views that do not read them
         with phase("views"):
-            build_views(out_dir)
+            build_views(out_dir, statistics=statistics if stats else None)
+    elif stats:
+        statistics()
     return RunSummary(
         n_read=result.n_read,
         n_scored=result.n_scored,

@@ -21,7 +21,8 @@ log = logging.getLogger("pipeline.phases")
 #: The phases of ``evaluate``, in run order (the benchmark prints them in this order).
 #: ``engine`` is the wall time of reading, validating, scoring and writing; inside it, the
 #: local engine overlaps ``read+validate``, ``scoring`` and ``writing`` on three threads, so
-#: those are busy seconds of each thread and may add up to more than ``engine``.
+#: those are busy seconds of each thread and may add up to more than ``engine``. ``views``
+#: includes ``statistics``, which run beside the views that do not read them.
 PHASES: tuple[str, ...] = (
     "engine", "read+validate", "corpus", "scoring", "writing", "statistics", "views", "report",
 )

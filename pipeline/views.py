@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -424,8 +424,15 @@ def _dependency_order(views: Sequence[ViewDef]) -> tuple[ViewDef, ...]:
     return tuple(ordered)
 
 
-def build_views(out_dir: str | Path, queries_dir: str | Path | None = None) -> Path:
+def build_views(
+    out_dir: str | Path, queries_dir: str | Path | None = None, *,
+    statistics: Callable[[], object] | None = None,
+) -> Path:
     """Create ``out_dir/eval.duckdb`` with one view per SQL file; return its path.
+
+    ``statistics``, when given, writes the statistics files (:data:`OPTIONAL_FILES`) while the
+    views that do not read them are created (a run overlaps the two, each on its own core);
+    the views that read them, directly or through another view, are created once it returns.
 
     ``queries_dir`` defaults to :func:`default_queries_dir`. The database is built in a
     temporary file and renamed over the old one only when every view has built, so a failure
@@ -446,7 +453,7 @@ def build_views(out_dir: str | Path, queries_dir: str | Path | None = None) -> P
                 # view's binding reads the footers of the same files: read once.
                 con.execute("set parquet_metadata_cache = true")
                 con.execute("begin transaction")
-                _create_views(con, out_dir, views)
+                _create_views(con, out_dir, views, statistics)
                 con.execute("commit")
             finally:
                 con.close()
@@ -457,7 +464,8 @@ def build_views(out_dir: str | Path, queries_dir: str | Path | None = None) -> P
 
 
 def _create_views(
-    con: duckdb.DuckDBPyConnection, out_dir: Path, views: Iterable[ViewDef]
+    con: duckdb.DuckDBPyConnection, out_dir: Path, views: Sequence[ViewDef],
+    statistics: Callable[[], object] | None = None,
 ) -> None:
     con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
     runs = None
@@ -466,23 +474,28 @@ def _create_views(
         runs = _readable_runs(out_dir)
         con.execute(f"create macro {STATE_MACRO}() as {_literal(state)}")
         con.execute(f"create macro {DAMAGED_MACRO}() as {_literal(json.dumps(runs.damaged))}")
-    for macro, body in _source_macros(out_dir, runs).items():
-        con.execute(f"create macro {macro}() as table {body}")
-    created: list[ViewDef] = []
-    for view in views:
-        try:
-            statements = con.extract_statements(view.sql)
-        except duckdb.Error as exc:
-            raise ViewBuildError(view.path, f"SQL does not parse: {exc}") from exc
-        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-            raise ViewBuildError(view.path, "a view file must hold exactly one select statement")
-        try:
-            con.execute(f'create view "{view.name}" as\n{statements[0].query}\n')
-        except duckdb.Error as exc:
-            raise ViewBuildError(view.path, f"view {view.name!r} failed to build: {exc}") from exc
-        con.execute(f'comment on view "{view.name}" is {_literal("grain: " + view.grain)}')
-        created.append(view)
-        log.debug("created view %s (%s)", view.name, view.grain)
+    if statistics is None:
+        for macro, body in _source_macros(out_dir, runs).items():
+            con.execute(f"create macro {macro}() as table {body}")
+        for view in views:
+            _create_view(con, view)
+    else:  # the statistics on a thread of their own (leaving the block waits for it)
+        late = _reading_statistics(views)
+        with ThreadPoolExecutor(1, thread_name_prefix="rag-eval-statistics") as pool:
+            written = pool.submit(statistics)
+            for macro, body in _source_macros(out_dir, runs).items():
+                if macro not in OPTIONAL_FILES:
+                    con.execute(f"create macro {macro}() as table {body}")
+            for view in views:
+                if view.name not in late:
+                    _create_view(con, view)
+            written.result()
+        for macro, body in _source_macros(out_dir, runs).items():  # the files exist now
+            if macro in OPTIONAL_FILES:
+                con.execute(f"create macro {macro}() as table {body}")
+        for view in views:
+            if view.name in late:
+                _create_view(con, view)
     # The columns DuckDB recorded when it bound each view: one catalog query, not a second
     # binding per view.
     columns: dict[str, set[str]] = {}
@@ -490,13 +503,42 @@ def _create_views(
         "select table_name, column_name from information_schema.columns"
     ).fetchall():
         columns.setdefault(table, set()).add(column)
-    for view in created:
+    for view in views:
         missing = [c for c in view.grain_columns if c not in columns.get(view.name, set())]
         if missing:
             raise ViewBuildError(
                 view.path, f"grain column(s) {', '.join(missing)} are not columns of the view"
             )
 
+
+def _create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
+    """``create view`` of one file, with its grain as the view's comment."""
+    try:
+        statements = con.extract_statements(view.sql)
+    except duckdb.Error as exc:
+        raise ViewBuildError(view.path, f"SQL does not parse: {exc}") from exc
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise ViewBuildError(view.path, "a view file must hold exactly one select statement")
+    try:
+        con.execute(f'create view "{view.name}" as\n{statements[0].query}\n')
+    except duckdb.Error as exc:
+        raise ViewBuildError(view.path, f"view {view.name!r} failed to build: {exc}") from exc
+    con.execute(f'comment on view "{view.name}" is {_literal("grain: " + view.grain)}')
+    log.debug("created view %s (%s)", view.name, view.grain)
+
+
+#: A call of a statistics file's macro in a view's SQL.
+_STATISTICS_MACRO = re.compile(r"\b(?:" + "|".join(OPTIONAL_FILES) + r")\s*\(")
+
+
+def _reading_statistics(views: Sequence[ViewDef]) -> set[str]:
+    """Names of the views that read a statistics file, directly or through other views
+    (``views`` in dependency order)."""
+    late: set[str] = set()
+    for view in views:
+        if _STATISTICS_MACRO.search(view.sql) or late.intersection(view.depends_on):
+            late.add(view.name)
+    return late
 
 
 def _source_macros(out_dir: Path, runs: StoreRuns | None = None) -> dict[str, str]:

@@ -297,7 +297,7 @@ def _single_pass(
         union_writer(texts_target, TEXTS_BASE) as texts_out,
         BackgroundWriter() as background,
     ):
-        for chunk in Prefetch(validated()):
+        for chunk in Prefetch(validated(), depth=2):
             n_read += chunk.n_read
             valid = chunk.records
             n_valid += valid.height

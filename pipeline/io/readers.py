@@ -212,8 +212,12 @@ def iter_records(
         for offset, rows in parquet_slices(groups, chunk_rows):
             _unchanged(Path(source), source, before)  # a cut file makes polars panic
             chunk = _finish(scan.slice(offset, rows).collect(), plan, source, offset, extras)
-            yield _complete(chunk, source, config,
-                            None if ids is None else ids.slice(offset, rows))
+            chunk = _complete(chunk, source, config,
+                              None if ids is None else ids.slice(offset, rows))
+            # A row group read whole goes on in chunks of ``chunk_rows``: the first rows are
+            # validated and scored while the rest of the group waits (views, no copies).
+            for start in range(0, chunk.height, chunk_rows):
+                yield chunk.slice(start, chunk_rows)
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         _unchanged(Path(source), source, before)
         raise InputError(f"{source}: cannot read Parquet data: {_first_line(exc)}") from exc
