@@ -375,6 +375,7 @@ def evaluate(
     pairs: Sequence[tuple[PathLike, PathLike]] = (),
     batch_rows: int | None = None,
     on_progress: Callable[[str, int], None] | None = None,
+    queries: Mapping[str, str] | None = None,
 ) -> Run:
     """Validate and score ``data``; write what ``rag-eval evaluate`` writes; return the run.
 
@@ -388,7 +389,8 @@ def evaluate(
     :mod:`pipeline.stats`: 1000 resamples, seed 0); ``report`` also writes the HTML report
     (output directories only). ``pairs`` are legacy (predictions, references) JSON files,
     ``batch_rows`` the most rows scored at once, ``on_progress(stage, rows)`` reports rows
-    read and scored.
+    read and scored. ``queries`` (name -> SQL over the views, output directories only) are
+    answered while the views are built, beside the statistics: :attr:`Run.answers`.
 
     >>> import tempfile, polars as pl
     >>> frame = pl.DataFrame({"id": ["q1", "q2"], "model": "m", "question": ["?", "?"],
@@ -425,10 +427,10 @@ def evaluate(
             summary = drivers.evaluate(
                 inputs, Path(out), settings, pairs=pair_paths, batch_rows=rows,
                 on_progress=on_progress, resamples=resamples, seed=seed, stats=stats,
-                stats_by=stats_by,
+                stats_by=stats_by, queries=queries,
             )
             run = Run(Path(out), counts=Counts(summary.n_read, summary.n_scored, 0,
-                                               summary.n_rejected))
+                                               summary.n_rejected), answers=summary.answers)
         else:
             assert store is not None  # out is None
             root = Path(store)
@@ -539,13 +541,23 @@ class Run:
     store: Path | None = None
     run_id: str | None = None
     _counts: Counts | None = field(default=None, repr=False, compare=False)
+    _answers: Mapping[str, pl.DataFrame] = field(default_factory=dict, repr=False,
+                                                 compare=False)
 
     def __init__(self, path: PathLike, *, store: PathLike | None = None,
-                 run_id: str | None = None, counts: Counts | None = None) -> None:
+                 run_id: str | None = None, counts: Counts | None = None,
+                 answers: Mapping[str, pl.DataFrame] | None = None) -> None:
         object.__setattr__(self, "path", Path(path))
         object.__setattr__(self, "store", None if store is None else Path(store))
         object.__setattr__(self, "run_id", run_id)
         object.__setattr__(self, "_counts", counts)
+        object.__setattr__(self, "_answers", dict(answers or {}))
+
+    @property
+    def answers(self) -> Mapping[str, pl.DataFrame]:
+        """The results of :func:`evaluate`'s ``queries`` (name -> frame), as the run left its
+        views; empty for a run opened otherwise."""
+        return self._answers
 
     @property
     def scores(self) -> pl.LazyFrame:

@@ -10,8 +10,8 @@ abort, views), and add the statistics (:mod:`pipeline.stats`) and the DuckDB vie
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,7 +57,7 @@ from pipeline.schema import KEY_COLUMNS
 from pipeline.scoring import BatchScorer, prepare_inputs, score_frame  # noqa: F401 - re-exported
 from pipeline.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, write_stats
 from pipeline.store import Store, build_manifest, new_run_id
-from pipeline.views import build_views
+from pipeline.views import build_and_answer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -107,6 +107,8 @@ class RunSummary:
     n_rejected: int
     metrics: tuple[str, ...]
     out_dir: Path
+    #: The results of the run's ``queries`` over its views (name -> frame).
+    answers: Mapping[str, pl.DataFrame] = field(default_factory=dict)
 
     @property
     def rejected_files(self) -> Path:
@@ -127,8 +129,13 @@ def evaluate(
     seed: int = DEFAULT_SEED,
     stats: bool = True,
     stats_by: Sequence[str | Sequence[str]] = (),
+    queries: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Read, validate and score ``inputs``; write scores, rejections, statistics and the views.
+
+    ``queries`` (name -> SQL over the views, trusted) are answered while the views are built
+    (:func:`pipeline.views.build_and_answer`), in :attr:`RunSummary.answers`; none without
+    ``build_db``.
 
     Streams in batches (:mod:`pipeline.engines.local`), so memory does not grow with the input.
     Every output is written atomically. ``on_progress(stage, rows)`` reports rows read
@@ -172,9 +179,11 @@ def evaluate(
         with phase("statistics"):
             write_stats(out_dir, resamples=resamples, seed=seed, by=stats_by)
 
+    answers: dict[str, pl.DataFrame] = {}
     if build_db:  # the statistics beside the views that do not read them
         with phase("views"):
-            build_views(out_dir, statistics=statistics if stats else None)
+            _, answers = build_and_answer(out_dir, queries or {},
+                                          statistics=statistics if stats else None)
     elif stats:
         statistics()
     return RunSummary(
@@ -183,6 +192,7 @@ def evaluate(
         n_rejected=result.n_rejected,
         metrics=tuple(spec.name for spec in specs),
         out_dir=out_dir,
+        answers=answers,
     )
 
 

@@ -438,6 +438,17 @@ def build_views(
     temporary file and renamed over the old one only when every view has built, so a failure
     leaves the previous database untouched.
     """
+    return build_and_answer(out_dir, {}, queries_dir, statistics=statistics)[0]
+
+
+def build_and_answer(
+    out_dir: str | Path, queries: Mapping[str, str], queries_dir: str | Path | None = None, *,
+    statistics: Callable[[], object] | None = None,
+) -> tuple[Path, dict[str, pl.DataFrame]]:
+    """:func:`build_views`, and the results of trusted ``queries`` (name -> SQL) over the new
+    views, keyed like ``queries``: a query that reads no statistics runs while ``statistics``
+    are written, on the connection that builds the views (the same views, the same results as
+    :func:`query_views` afterwards)."""
     out_dir = Path(out_dir).resolve()
     require_outputs(out_dir)
     views = load_views(Path(queries_dir) if queries_dir is not None else default_queries_dir(),
@@ -453,20 +464,21 @@ def build_views(
                 # view's binding reads the footers of the same files: read once.
                 con.execute("set parquet_metadata_cache = true")
                 con.execute("begin transaction")
-                _create_views(con, out_dir, views, statistics)
+                answers = _create_views(con, out_dir, views, statistics, queries)
                 con.execute("commit")
             finally:
                 con.close()
         finally:
             Path(f"{tmp}.wal").unlink(missing_ok=True)
     log.info("built %d views in %s", len(views), target)
-    return target
+    return target, answers
 
 
 def _create_views(
     con: duckdb.DuckDBPyConnection, out_dir: Path, views: Sequence[ViewDef],
-    statistics: Callable[[], object] | None = None,
-) -> None:
+    statistics: Callable[[], object] | None = None, queries: Mapping[str, str] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Create the macros and ``views`` on ``con``; the results of ``queries``."""
     con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
     runs = None
     if is_store(out_dir):
@@ -474,6 +486,8 @@ def _create_views(
         runs = _readable_runs(out_dir)
         con.execute(f"create macro {STATE_MACRO}() as {_literal(state)}")
         con.execute(f"create macro {DAMAGED_MACRO}() as {_literal(json.dumps(runs.damaged))}")
+    queries = queries or {}
+    answers: dict[str, pl.DataFrame] = {}
     if statistics is None:
         for macro, body in _source_macros(out_dir, runs).items():
             con.execute(f"create macro {macro}() as table {body}")
@@ -489,6 +503,9 @@ def _create_views(
             for view in views:
                 if view.name not in late:
                     _create_view(con, view)
+            for name, sql in queries.items():
+                if not late.intersection(_IDENTIFIER.findall(_SQL_NOISE.sub(" ", sql).lower())):
+                    answers[name] = con.sql(sql).pl()
             written.result()
         for macro, body in _source_macros(out_dir, runs).items():  # the files exist now
             if macro in OPTIONAL_FILES:
@@ -496,6 +513,9 @@ def _create_views(
         for view in views:
             if view.name in late:
                 _create_view(con, view)
+    for name, sql in queries.items():
+        if name not in answers:
+            answers[name] = con.sql(sql).pl()
     # The columns DuckDB recorded when it bound each view: one catalog query, not a second
     # binding per view.
     columns: dict[str, set[str]] = {}
@@ -509,6 +529,7 @@ def _create_views(
             raise ViewBuildError(
                 view.path, f"grain column(s) {', '.join(missing)} are not columns of the view"
             )
+    return {name: answers[name] for name in queries}
 
 
 def _create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:

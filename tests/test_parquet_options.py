@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.io.parquet_options import parquet_writer
+from pipeline.io.parquet_options import parquet_writer, writer_options
 
 
 def _table() -> pa.Table:
@@ -53,3 +53,17 @@ def test_encodings_per_column(tmp_path: Path) -> None:
     assert "DELTA_BINARY_PACKED" in row_number.encodings
     assert "RLE_DICTIONARY" not in row_number.encodings
     assert (row_number.statistics.min, row_number.statistics.max) == (0, 3)
+
+
+def test_long_texts_at_the_fast_level(tmp_path: Path) -> None:
+    schema = pa.schema([("model", pa.string()), ("response", pa.string()),
+                        ("contexts", pa.list_(pa.string())), ("row_hash", pa.binary())])
+    options = writer_options(schema)
+    assert options["compression_level"] == {"response": -1, "contexts.list.element": -1}
+    assert options["compression"]["contexts.list.element"] == "zstd"
+    table = pa.table({"model": ["m"], "response": ["a b"], "contexts": [["x", "y"]],
+                      "row_hash": [bytes(16)]}, schema=schema)
+    with parquet_writer(tmp_path / "t.parquet", schema) as writer:
+        writer.write_table(table)
+    assert pq.read_table(tmp_path / "t.parquet").equals(table)
+    assert _chunk(tmp_path / "t.parquet", "contexts.list.element").compression == "ZSTD"

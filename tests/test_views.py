@@ -37,6 +37,7 @@ from pipeline.views import (
     SCORES_FILE,
     SOURCE_MACROS,
     ViewBuildError,
+    build_and_answer,
     build_views,
     connect,
     default_queries_dir,
@@ -193,6 +194,50 @@ def test_grain_is_unique(out_dir: Path, view: Any) -> None:
     n, distinct = row
     assert n > 0
     assert n == distinct
+
+
+def test_statistics_beside_the_views_give_the_same_database(out_dir: Path,
+                                                            tmp_path: Path) -> None:
+    """Statistics written while the views that do not read them are built: every view reads
+    the same rows as in a database built after them, and the queries answered during the
+    build (one of them reading the statistics) equal the same queries afterwards."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for name in (SCORES_FILE, REJECTED_FILE, TEXTS_FILE):
+        shutil.copy(out_dir / name, fresh / name)
+    order: list[str] = []
+
+    def statistics() -> None:
+        order.append("statistics")
+        write_stats(fresh, resamples=50, seed=0)
+
+    queries = {"headline": "select * from headline order by model",
+               "ci": "select * from headline_ci order by model",
+               "tokenless": "select * from tokenless_rows"}
+    target, answers = build_and_answer(fresh, queries, statistics=statistics)
+    assert order == ["statistics"] and target == fresh / DB_FILE
+    for name, sql in queries.items():
+        assert answers[name].equals(run_query(fresh, sql)), name
+        assert answers[name].equals(run_query(out_dir, sql)), name
+    assert answers["ci"].height == answers["headline"].height > 0
+    for view in VIEWS:
+        sql = f'select * from "{view.name}"'
+        assert run_query(fresh, sql).sort(pl.all()).equals(
+            run_query(out_dir, sql).sort(pl.all())), view.name
+
+
+def test_statistics_error_fails_the_build(tmp_path: Path) -> None:
+    directory = tmp_path / "run"
+    directory.mkdir()
+    scores_frame().write_parquet(directory / SCORES_FILE)
+    rejected_frame().write_parquet(directory / REJECTED_FILE)
+
+    def statistics() -> None:
+        raise RuntimeError("statistics failed")
+
+    with pytest.raises(RuntimeError, match="statistics failed"):
+        build_views(directory, statistics=statistics)
+    assert not (directory / DB_FILE).exists()
 
 
 def test_dependency_order() -> None:

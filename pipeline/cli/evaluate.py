@@ -16,7 +16,7 @@ from pipeline.cli.flags import (
     input_rows,
     require_inputs,
 )
-from pipeline.cli.headline import print_headline, print_rejections
+from pipeline.cli.headline import HEADLINE_QUERIES, print_headline, print_rejections
 from pipeline.cli.leftovers import remove_leftovers
 from pipeline.cli.options import COMMAND_HELP, fraction, positive, seconds
 from pipeline.cli.progress import progress_bars
@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             args.input, args.out, config=config, pairs=[tuple(p) for p in args.pair],
             batch_rows=args.batch_rows, on_progress=progress, resamples=args.resamples,
             seed=args.seed, stats=not args.no_stats, stats_by=args.stats_by,
+            queries=HEADLINE_QUERIES,
         )
     counts = done.counts
     print(
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if counts.rejected:
         print_rejections(done.rejected_files)
-    print_headline(done.path, wide=args.wide)
+    print_headline(done.path, wide=args.wide, frames=done.answers)
     if args.report is not None:
         with phase("report"):
             report = done.report(args.report)

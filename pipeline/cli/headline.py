@@ -5,6 +5,7 @@ and the rejection reasons with the most rows."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -49,16 +50,26 @@ def print_rejections(files: str | Path) -> None:
 NO_MODEL = "(none)"
 
 
-def print_headline(directory: Path, *, wide: bool = False) -> None:
+#: What :func:`print_headline` reads: name -> SQL over the views. ``evaluate`` has them answered
+#: while its views are built (beside the statistics), and passes the frames.
+HEADLINE_QUERIES: dict[str, str] = {
+    "headline": "select * from headline order by model",
+    "rgb": "select * from rgb_summary order by model",
+    "tokenless": "select * from tokenless_rows",
+}
+
+
+def print_headline(directory: Path, *, wide: bool = False,
+                   frames: Mapping[str, pl.DataFrame] | None = None) -> None:
     """The headline view (:func:`pipeline.views.headline_columns`, as many as the terminal
     holds; all with ``wide``), a line per count or warning column shown, and the RGB summary
     when the run has RGB rows. Rows without a model show :data:`NO_MODEL`. A run that scored
     no row prints one line instead. The signatures are logged at info level (``-v``); every
-    output file keeps them (the ``signature`` column)."""
+    output file keeps them (the ``signature`` column). ``frames``: the results of
+    :data:`HEADLINE_QUERIES` where the caller has them (else they are queried)."""
     print()
-    frames = query_views(directory, {"headline": "select * from headline order by model",
-                                     "rgb": "select * from rgb_summary order by model",
-                                     "tokenless": "select * from tokenless_rows"})
+    if frames is None or not set(HEADLINE_QUERIES) <= set(frames):
+        frames = query_views(directory, HEADLINE_QUERIES)
     headline, rgb = frames["headline"], frames["rgb"]
     if headline.height == 0 or headline["n"].sum() == 0:
         print("no row was scored: no headline to show")
