@@ -168,7 +168,11 @@ def validate_records(
         ).with_columns(pl.col(_BAD) | pl.col(_DUPLICATE))
     checked = lazy.collect()
     good = checked.filter(~pl.col(_BAD))
-    bad = _with_reasons(checked.filter(pl.col(_BAD)), problems, present, check_duplicates)
+    bad = checked.filter(pl.col(_BAD))
+    if bad.height:  # reasons planned only for a chunk that has bad rows (10 ms a chunk)
+        bad = _with_reasons(bad, problems, present, check_duplicates)
+    else:
+        bad = bad.with_columns(pl.lit(None, pl.String).alias(_REASON))
     unexplained = bad.filter(pl.col(_REASON).is_null())  # a flag whose message is null
     if unexplained.height:
         good = pl.concat([good, unexplained.select(good.columns)]).sort(ROW_COLUMN)
