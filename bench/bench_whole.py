@@ -517,11 +517,14 @@ def phase_line(r: dict[str, Any]) -> str:
     if not found:
         return f"  {r['work']}-{r['shape']}: no phase lines in the log"
     order = [p for p in PHASES if p in found] + sorted(set(found) - set(PHASES))
+    # The engine's parts overlap on its threads; the statistics run beside the views (inside
+    # the views phase): both are busy seconds, not added to the wall time.
+    inside = {p for p in ENGINE_PARTS if "engine" in found}
+    inside |= {"statistics"} if "views" in found else set()
     parts = ", ".join(
-        f"{p} {found[p]:.2f}" + (" busy" if p in ENGINE_PARTS and "engine" in found else "")
-        for p in order
+        f"{p} {found[p]:.2f}" + (" busy" if p in inside else "") for p in order
     )
-    total = sum(v for p, v in found.items() if not ("engine" in found and p in ENGINE_PARTS))
+    total = sum(v for p, v in found.items() if p not in inside)
     wall = r["rag_eval"]["seconds"]
     share = r["statistics_share"]
     verdict = "" if share is None else (
