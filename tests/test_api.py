@@ -217,8 +217,13 @@ def test_score_refuses_what_it_cannot_read() -> None:
 def test_evaluate_writes_what_the_cli_writes_and_the_run_reads_it(
     tmp_path: Path, cli_scores: pl.DataFrame
 ) -> None:
-    run = evaluate(SAMPLE, tmp_path / "out", **FAST)
+    queries = {"headline": "select * from headline order by model",
+               "intervals": "select * from intervals order by all"}
+    run = evaluate(SAMPLE, tmp_path / "out", **FAST, queries=queries)
     assert isinstance(run, Run) and run.store is None
+    for name, sql in queries.items():  # answered during the build, as the database answers
+        assert_frame_equal(run.answers[name], run.query(sql))
+    assert run.answers["headline"].height == 3 and run.answers["intervals"].height > 0
     assert run.counts == Counts(read=1650, scored=1650, reused=0, rejected=0)
     assert_frame_equal(pl.read_parquet(tmp_path / "out" / SCORES_FILE), cli_scores)
     opened = open_run(tmp_path / "out")
