@@ -150,6 +150,47 @@ def _substitute(src: np.ndarray, n: int, dst: np.ndarray, rule: int) -> int:
 
 
 @kernel
+def _split(line: np.ndarray, start: int, end: int, out_bytes: np.ndarray,
+           out_offsets: np.ndarray, written: int, tokens: int, plain_only: bool
+           ) -> tuple[int, int, bool]:
+    """``str.split()`` of ``line[start:end]`` with rule 1 (each character of class 2 is a
+    token), appended to the token buffers; returns ``(written, tokens, True)``, or ``False``
+    at the first byte of class 4 and above when ``plain_only`` (the row needs every rule)."""
+    k = start
+    open_token = False
+    while k < end:
+        b = line[k]
+        kind = _CLASSES[b]
+        if plain_only and kind >= 4:
+            return written, tokens, False
+        width = 1 if kind == 1 or kind == 6 else 0
+        if kind == 3:
+            width = space_length(line, k, end)
+        if width == 0 and kind != 2:
+            out_bytes[written] = b
+            written += 1
+            open_token = True
+            k += 1
+            continue
+        if open_token:
+            tokens += 1
+            out_offsets[tokens] = written
+            open_token = False
+        if width:
+            k += width
+            continue
+        out_bytes[written] = b
+        written += 1
+        tokens += 1
+        out_offsets[tokens] = written
+        k += 1
+    if open_token:
+        tokens += 1
+        out_offsets[tokens] = written
+    return written, tokens, True
+
+
+@kernel
 def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """13a tokens of the rows where ``take`` is True, as string buffers.
@@ -182,38 +223,9 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
         # alone applies, and trailing whitespace makes no token); else it is undone and redone.
         start, size = offsets[row], offsets[row + 1] - offsets[row]
         before, before_written = tokens, written
-        plain, open_token, k = True, False, 0
-        while k < size:
-            b = data[start + k]
-            kind = _CLASSES[b]
-            if kind >= 4:
-                plain = False
-                break
-            width = 1 if kind == 1 else 0
-            if kind == 3:
-                width = space_length(data, start + k, start + size)
-            if width == 0 and kind != 2:
-                out_bytes[written] = b
-                written += 1
-                open_token = True
-                k += 1
-                continue
-            if open_token:
-                tokens += 1
-                out_offsets[tokens] = written
-                open_token = False
-            if width:
-                k += width
-                continue
-            out_bytes[written] = b
-            written += 1
-            tokens += 1
-            out_offsets[tokens] = written
-            k += 1
+        written, tokens, plain = _split(data, start, start + size, out_bytes, out_offsets,
+                                        written, tokens, True)
         if plain:
-            if open_token:
-                tokens += 1
-                out_offsets[tokens] = written
             counts[row] = tokens - before
             continue
         tokens, written = before, before_written
@@ -257,35 +269,7 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
                 line, spare = spare, line
         # ``str.split()``; rule 1 pads ``[{-~[-` -&(-+:-@/]``: each such character is a token.
         before = tokens
-        k = 0
-        open_token = False
-        while k < n:
-            b = line[k]
-            kind = _CLASSES[b]
-            width = 1 if kind == 1 or kind == 6 else 0
-            if kind == 3:
-                width = space_length(line, k, n)
-            if width == 0 and kind != 2:
-                out_bytes[written] = b
-                written += 1
-                open_token = True
-                k += 1
-                continue
-            if open_token:
-                tokens += 1
-                out_offsets[tokens] = written
-                open_token = False
-            if width:
-                k += width
-                continue
-            out_bytes[written] = b
-            written += 1
-            tokens += 1
-            out_offsets[tokens] = written
-            k += 1
-        if open_token:
-            tokens += 1
-            out_offsets[tokens] = written
+        written, tokens, _ = _split(line, 0, n, out_bytes, out_offsets, written, tokens, False)
         counts[row] = tokens - before
     return out_offsets[: tokens + 1], out_bytes[:written], counts, done
 
