@@ -229,6 +229,19 @@ def test_statistics_beside_the_views_give_the_same_database(out_dir: Path,
             run_query(out_dir, sql).sort(pl.all())), name
 
 
+def test_a_failing_query_leaves_the_database_in_place(out_dir: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for name in (SCORES_FILE, REJECTED_FILE, TEXTS_FILE):
+        shutil.copy(out_dir / name, fresh / name)
+    with pytest.raises(InputError, match=r"query 'bad' over the views of .* failed"):
+        build_and_answer(fresh, {"n": "select count(*) as n from scores",
+                                 "bad": "select * from no_such_view"},
+                         statistics=lambda: write_stats(fresh, resamples=20, seed=0))
+    assert (fresh / DB_FILE).is_file()
+    assert run_query(fresh, "select count(*) as n from intervals").item() > 0
+
+
 def test_statistics_error_fails_the_build(tmp_path: Path) -> None:
     directory = tmp_path / "run"
     directory.mkdir()
