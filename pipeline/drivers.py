@@ -175,6 +175,7 @@ def evaluate(
         "read %d rows: %d scored, %d rejected; %d metrics", result.n_read, result.n_scored,
         result.n_rejected, len(specs),
     )
+
     def statistics() -> None:
         with phase("statistics"):
             write_stats(out_dir, resamples=resamples, seed=seed, by=stats_by)
