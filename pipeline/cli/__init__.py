@@ -38,6 +38,11 @@ with deferred_interrupts():  # Ctrl-C while importing: exit 130 in main, not a t
     from types import ModuleType
     from typing import Any
 
+    # Before numpy loads: its OpenBLAS would start a thread per core whose spin-wait after each
+    # matrix product (the statistics' bootstrap) took 0.4 CPU-seconds of a 1M-row run on two
+    # cores, beside the run's own threads (docs/benchmarks.md). A value the user set stays.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
     from pipeline import __version__
     from pipeline.cli.errors import (  # noqa: F401 - the exit codes are re-exported
         EXIT_BUSY,
