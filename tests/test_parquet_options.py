@@ -67,3 +67,16 @@ def test_long_texts_at_the_fast_level(tmp_path: Path) -> None:
         writer.write_table(table)
     assert pq.read_table(tmp_path / "t.parquet").equals(table)
     assert _chunk(tmp_path / "t.parquet", "contexts.list.element").compression == "ZSTD"
+
+
+def test_a_dictionary_past_one_mebibyte_is_kept(tmp_path: Path) -> None:
+    # 2,000 distinct passages of 1 KB, each five times: a 2 MB dictionary. At pyarrow's 1 MiB
+    # limit the chunk falls back to plain pages (about 9 MB of them); kept, it is the
+    # dictionary and the indices.
+    passages = [f"{i:04d}" + "x" * 1020 for i in range(2000)]
+    table = pa.table({"contexts": [[p] for p in passages * 5]})
+    path = tmp_path / "t.parquet"
+    with parquet_writer(path, table.schema) as writer:
+        writer.write_table(table)
+    assert pq.read_table(path).equals(table)
+    assert _chunk(path, "contexts.list.element").total_uncompressed_size < 3 * 2**20
