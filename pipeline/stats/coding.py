@@ -62,6 +62,16 @@ def bucket_of(ids: pl.Series, buckets: int = BUCKETS) -> pl.Series:
     return codes.fill_null(0).cast(pl.UInt32).rename("cluster")
 
 
+def stable_order(codes: np.ndarray, size: int) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` of codes in ``[0, size)``: as ``uint16`` where they
+    fit, which numpy sorts by radix (11 ms for a million rows, 24 ms as ``int64``).
+
+    >>> stable_order(np.array([2, 0, 1, 0]), 3).tolist()
+    [1, 3, 2, 0]
+    """
+    return np.argsort(codes.astype(np.uint16) if size <= 2**16 else codes, kind="stable")
+
+
 @dataclass(frozen=True)
 class _Grid:
     """Slices computed from one fine grid: ``columns`` are its axes, each slice a subset."""

@@ -17,7 +17,7 @@ import polars as pl
 
 from pipeline.stats.budgets import _pair_blocks
 from pipeline.stats.closed_forms import mcnemar_exact_p
-from pipeline.stats.coding import _Layout, _layout
+from pipeline.stats.coding import _Layout, _layout, stable_order
 from pipeline.stats.multiple_testing import holm
 from pipeline.stats.pairing import Pairing, _check_max_all_pairs, _pairing
 from pipeline.stats.passes import _Rows
@@ -101,18 +101,31 @@ def _keyed(codes: Mapping[str, np.ndarray], layout: _Layout, models: np.ndarray
         _, key = np.unique(np.stack([codes["idx"], variant], axis=1), axis=0,
                            return_inverse=True)
         key = key.ravel()
-    order = np.argsort(codes["model"], kind="stable")
+    order = stable_order(codes["model"], layout.size("model"))
     starts = np.searchsorted(codes["model"][order], np.arange(layout.size("model") + 1))
     keyed: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     duplicates = np.zeros(layout.size("model"), dtype=np.int64)
     for i in models.tolist():
         rows = order[starts[i] : starts[i + 1]]
         by_key = np.argsort(key[rows], kind="stable")
-        unique, first, count = np.unique(key[rows][by_key], return_index=True,
-                                         return_counts=True)
+        unique, first, count = _runs(key[rows][by_key])
         duplicates[i] = int(count[count > 1].sum())
         keyed[i] = (unique[count == 1], rows[by_key][first[count == 1]])
     return keyed, duplicates
+
+
+def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(ordered, return_index=True, return_counts=True)`` of a sorted array, without
+    sorting it again: each run's value, first index and length.
+
+    >>> [a.tolist() for a in _runs(np.array([3, 3, 5, 7, 7, 7]))]
+    [[3, 5, 7], [0, 2, 3], [2, 1, 3]]
+    """
+    starts = np.empty(ordered.size, dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    first = np.flatnonzero(starts)
+    return ordered[first], first, np.diff(first, append=ordered.size)
 
 
 @dataclass

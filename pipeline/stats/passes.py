@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.stats import budgets
-from pipeline.stats.coding import _Layout
+from pipeline.stats.coding import _Layout, stable_order
 
 #: The coded rows of one pass: integer codes of the key columns, ``idx`` and ``cluster``; and
 #: one float array per metric (NaN for null or NaN).
@@ -95,7 +95,7 @@ class _Rows:
         if self._rows is None:
             self._rows = next(_passes(self.lf, layout))
             model = self._rows[0]["model"]
-            self._order = np.argsort(model, kind="stable")
+            self._order = stable_order(model, layout.size("model"))
             self._starts = np.searchsorted(model[self._order], np.arange(layout.size("model") + 1))
         if models.size == layout.size("model"):
             yield self._rows
