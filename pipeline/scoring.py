@@ -52,6 +52,7 @@ from pipeline.metrics.registry import (
 from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.metrics.user import resolve as resolve_metrics
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
+from pipeline.text.kernels.buffers import arrow_series
 from pipeline.text.language import LATIN, UNDETERMINED, language_stages
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
     array = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(16), halves.height, [None, pa.py_buffer(packed.tobytes())]
     )
-    return pl.Series(ROW_HASH, array.cast(pa.binary()), dtype=pl.Binary)
+    return arrow_series(ROW_HASH, array.cast(pa.binary()))
 
 
 @dataclass(frozen=True)

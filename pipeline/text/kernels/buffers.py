@@ -79,6 +79,17 @@ def arrow_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array
     return pa.Array.from_buffers(dtype, len(values), [mask, pa.py_buffer(data)])
 
 
+def arrow_series(name: str, array: pa.Array) -> pl.Series:
+    """``array`` as a polars column named ``name``, sharing its buffers.
+
+    Through a record batch, not ``pl.Series(name, array)``: that first imports
+    ``pyarrow.compute`` (polars' ``coerce_arrow``), 40-90 ms under the interpreter lock in a
+    run that never calls it, on the reading thread while the first chunk is read."""
+    frame = pl.from_arrow(pa.RecordBatch.from_arrays([array], names=[name]))
+    assert isinstance(frame, pl.DataFrame)
+    return frame.to_series()
+
+
 def strings_from_buffers(
     name: str, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None
 ) -> pl.Series:
@@ -92,14 +103,14 @@ def strings_from_buffers(
         pa.py_buffer(data),
         mask,
     )
-    return pl.Series(name, array, dtype=pl.String)
+    return arrow_series(name, array)
 
 
 def with_nulls(name: str, values: np.ndarray, valid: np.ndarray) -> pl.Series:
     """``values`` (a numpy array of numbers) as a polars column, null where ``valid`` is False."""
     if bool(valid.all()):
         return pl.Series(name, values)
-    return pl.Series(name, arrow_array(values, valid))
+    return arrow_series(name, arrow_array(values, valid))
 
 
 def with_wide_rows(
