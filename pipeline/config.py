@@ -20,7 +20,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
+from functools import cache, cached_property
 from importlib.metadata import version
 from pathlib import Path
 from types import MappingProxyType
@@ -173,6 +173,13 @@ BACKEND_TAU_SIM: Mapping[str, float] = MappingProxyType({"static": STATIC_TAU_SI
 #: equality, or the published benchmark script's rules.
 RGB_MODES: tuple[str, ...] = ("flexible", "strict", "official")
 DEFAULT_RGB_MODE = "flexible"
+
+
+@cache
+def _installed_version(package: str) -> str:
+    """The installed version of ``package``, read once a process: each read parses its
+    metadata (4 ms), and the signature is written once a batch."""
+    return version(package)
 
 
 def cache_root() -> Path:
@@ -533,7 +540,7 @@ class Config:
         reads instead of simplemma (docs/compat.md)."""
         files = [(self.stopwords_file, self.bundled(STOPWORDS_FILE)),
                  (self.synonyms_file, self.bundled(SYNONYMS_FILE))]
-        prefix = f"simplemma {version('simplemma')}"
+        prefix = f"simplemma {_installed_version('simplemma')}"
         if self.compat_preset == "enhanced-framework":
             files += [(None, WORDNET_SENSES_FILE), (None, WORDNET_EXCEPTIONS_FILE)]
             prefix = "enhanced-framework keywords: wordnet 3.0, nltk 3.8.1 morphy"
