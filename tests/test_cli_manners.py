@@ -8,7 +8,10 @@ import argparse
 import csv
 import io
 import json
+import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -198,3 +201,17 @@ def test_without_empty_columns_keeps_model_and_empty_frames() -> None:
     assert frames.without_empty_columns(frame, keep=("model",)).columns == ["model", "a"]
     empty = frame.clear()
     assert frames.without_empty_columns(empty).columns == ["model", "a", "b"]
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("3", "3")])
+def test_the_command_line_runs_openblas_on_one_thread_unless_set(given: str | None,
+                                                                  seen: str) -> None:
+    # Set when the command line is imported, before numpy: OpenBLAS reads it when it loads.
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    probe = ("import sys, os, pipeline.cli; "
+             "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == [seen, "False"]

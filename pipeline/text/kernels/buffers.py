@@ -84,7 +84,11 @@ def arrow_series(name: str, array: pa.Array) -> pl.Series:
 
     Through a record batch, not ``pl.Series(name, array)``: that first imports
     ``pyarrow.compute`` (polars' ``coerce_arrow``), 40-90 ms under the interpreter lock in a
-    run that never calls it, on the reading thread while the first chunk is read."""
+    run that never calls it, on the reading thread while the first chunk is read.
+
+    >>> arrow_series("h", pa.array([b"\\x00\\x01", None], pa.binary())).to_list()
+    [b'\\x00\\x01', None]
+    """
     frame = pl.from_arrow(pa.RecordBatch.from_arrays([array], names=[name]))
     assert isinstance(frame, pl.DataFrame)
     return frame.to_series()
