@@ -65,7 +65,9 @@ def load_rules(
 ) -> RuleSet:
     """The four rule files (``None``: the bundled one, or the compat ``preset``'s own bundled
     file where it has one), each read once and parsed once per content; :class:`RuleFileError`
-    names the file and the key of a malformed one.
+    names the file and the key of a malformed one. The regexes of a bundled file are not
+    compiled to check them (the tests do: ``tests/test_rules_bundled.py``), those of a named
+    file are.
 
     >>> rules = load_rules()
     >>> rules.quality.length.max_words, rules.relevance.default_category
@@ -83,8 +85,8 @@ def load_rules(
     (q, q_src), (s, s_src), (r, r_src), (o, o_src) = files
     return RuleSet(
         quality=quality.from_bytes(q, q_src),
-        safety=safety.from_bytes(s, s_src),
-        relevance=relevance.from_bytes(r, r_src),
+        safety=safety.from_bytes(s, s_src, bundled=safety_file is None),
+        relevance=relevance.from_bytes(r, r_src, bundled=relevance_file is None),
         overall=overall.from_bytes(o, o_src),
         digest=files_digest(data for data, _ in files),
     )
