@@ -30,11 +30,10 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 import polars as pl
-import polars_hash
 import pyarrow as pa
 
 from pipeline.config import Config
@@ -53,6 +52,7 @@ from pipeline.metrics.spec import NEEDS_EMBEDDER, NEEDS_IDF, Inputs
 from pipeline.metrics.user import resolve as resolve_metrics
 from pipeline.schema import KEY_COLUMNS, PROVENANCE_SCHEMA, RECORD_SCHEMA
 from pipeline.text.kernels.buffers import arrow_series
+from pipeline.text.kernels.rows import hash_rows
 from pipeline.text.language import LATIN, UNDETERMINED, language_stages
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ def scoring_engine(records: pl.DataFrame, n_metrics: int) -> Literal["in-memory"
 
 #: Column of every scored row: XXH3-128 of the record's content (``Binary``, 16 bytes).
 ROW_HASH = "row_hash"
-#: ``polars_hash.hash_rows`` encoding behind ``row_hash`` (its version 1 never changes).
+#: ``polars_hash.hash_rows`` encoding behind ``row_hash`` (its version 1 never changes), which
+#: :mod:`pipeline.text.kernels.rows` writes.
 ROW_ENCODING = 1
 #: Record columns added after ``lang``: encoded in ``row_hash`` only on rows that set one.
 LATE_COLUMNS: tuple[str, ...] = ("context_ids", "relevant_ids", "relevance")
@@ -97,39 +98,43 @@ RECORD_BATCH_SCHEMA: dict[str, pl.DataType] = {**RECORD_SCHEMA, **PROVENANCE_SCH
 def row_hashes(records: pl.DataFrame) -> pl.Series:
     """``row_hash`` of each record: XXH3-128 of its ``RECORD_SCHEMA`` columns, 16 bytes.
 
-    The columns are cast to their canonical dtypes and encoded by ``polars_hash.hash_rows``
-    (encoding version 1, which its authors fix forever: unambiguous, nulls and lists
-    included, independent of column names and polars' memory layout), then hashed with
-    XXH3-128; the bytes are the hash's canonical big-endian form. Equal records hash equally
-    in any process, on any machine, with any polars version. Vectorized in Rust, no Python per
-    row. ``lang`` and the retrieval columns (:data:`LATE_COLUMNS`, added later) are encoded
-    only where set, so records without them keep the hash they had before they existed.
+    The columns are cast to their canonical dtypes and encoded as ``polars_hash.hash_rows``
+    encodes a row (encoding version 1, which its authors fix forever: unambiguous, nulls and
+    lists included, independent of column names and polars' memory layout), then hashed with
+    XXH3-128 (xxHash 0.8, seed 0, ``polars_hash``'s ``nchash.xxh3_128``); the bytes are the
+    hash's canonical big-endian form. A compiled kernel writes each row's encoding from the
+    Arrow buffers and hashes it at once (:mod:`pipeline.text.kernels.rows`; the tests check it
+    against ``polars_hash`` byte for byte). Equal records hash equally in any process, on any
+    machine, with any polars version. ``lang`` and the retrieval columns
+    (:data:`LATE_COLUMNS`, added later) are encoded only where set, so records without them
+    keep the hash they had before they existed.
     """
     content = records.select(
         pl.col(name).cast(dtype) if name in records.columns else pl.lit(None, dtype).alias(name)
         for name, dtype in RECORD_SCHEMA.items()
     )
-    two_64 = pl.lit(2**64, dtype=pl.UInt128)
     late = list(LATE_COLUMNS)
-    encoded: pl.Expr = polars_hash.hash_rows(pl.exclude("lang", *late), version=ROW_ENCODING)
-    if content["lang"].is_not_null().any():  # else one encoding, not two, per row
-        with_lang = polars_hash.hash_rows(pl.exclude(*late), version=ROW_ENCODING)
-        encoded = pl.when(pl.col("lang").is_null()).then(encoded).otherwise(with_lang)
-    judged = pl.any_horizontal(pl.col(late).is_not_null())
-    if content.select(judged.any()).item():
-        every = polars_hash.hash_rows(pl.all(), version=ROW_ENCODING)
-        encoded = pl.when(judged).then(every).otherwise(encoded)
-    halves = content.select(
-        cast(polars_hash.HExpr, encoded).nchash.xxh3_128().alias("hash")
-    ).select(
-        high=(pl.col("hash") // two_64).cast(pl.UInt64),
-        low=(pl.col("hash") % two_64).cast(pl.UInt64),
-    )
-    packed = np.empty((halves.height, 2), dtype=">u8")
-    packed[:, 0] = halves["high"].to_numpy()
-    packed[:, 1] = halves["low"].to_numpy()
+    # 0: the columns before ``lang``; 1: with ``lang``; 2: every column (a judged row).
+    row_levels = content.select(
+        pl.when(pl.any_horizontal(pl.col(late).is_not_null())).then(2)
+        .when(pl.col("lang").is_not_null()).then(1)
+        .otherwise(0).cast(pl.Int64)
+    ).to_series().to_numpy()
+    levels = [2 if name in LATE_COLUMNS else 1 if name == "lang" else 0 for name in content.columns]
+    table = content.to_arrow(compat_level=pl.CompatLevel.newest())
+    if len({tuple(len(chunk) for chunk in column.chunks) for column in table.columns}) > 1:
+        table = table.combine_chunks()  # the kernel reads one chunk of every column at a time
+    packed = np.empty((content.height, 2), dtype=">u8")
+    start = 0
+    for k, chunk in enumerate(table.columns[0].chunks if table.num_columns else []):
+        rows = slice(start, start + len(chunk))
+        low, high = hash_rows([column.chunks[k] for column in table.columns], levels,
+                              row_levels[rows])
+        packed[rows, 0] = high
+        packed[rows, 1] = low
+        start = rows.stop
     array = pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(16), halves.height, [None, pa.py_buffer(packed.tobytes())]
+        pa.binary(16), content.height, [None, pa.py_buffer(packed.tobytes())]
     )
     return arrow_series(ROW_HASH, array.cast(pa.binary()))
 
