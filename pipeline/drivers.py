@@ -29,7 +29,7 @@ from pipeline.engines.local import (  # noqa: F401 - re-exported: the batching r
 from pipeline.engines.spark import SparkEngine
 from pipeline.io.atomic import (
     WORK_PREFIX,
-    atomic_path,
+    atomic_paths,
     clear_outputs,
     output_dir,
     owned_name,
@@ -156,9 +156,8 @@ def evaluate(
     remove_stale(out_dir)
     schema = BatchScorer.for_config(config, specs=specs).output_schema
     with (
-        atomic_path(out_dir / SCORES_FILE) as scores_tmp,
-        atomic_path(out_dir / REJECTED_FILE) as rejected_tmp,
-        atomic_path(out_dir / TEXTS_FILE) as texts_tmp,
+        atomic_paths(out_dir / SCORES_FILE, out_dir / REJECTED_FILE, out_dir / TEXTS_FILE) as (
+            scores_tmp, rejected_tmp, texts_tmp),
         parquet_writer(scores_tmp, schema) as writer,
         phase("engine"),
     ):

@@ -18,7 +18,7 @@ import pytest
 
 from pipeline import scoring as scoring_module
 from pipeline.cli import EXIT_INTERNAL, EXIT_OK, main
-from pipeline.io.atomic import owned_name
+from pipeline.io.atomic import atomic_paths, owned_name
 from pipeline.views import run_query
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,3 +246,21 @@ def test_the_next_store_writer_removes_leftovers_of_dead_processes(tmp_path: Pat
     assert [path.exists() for path in kept] == [True, True]
     assert list((store / "_staging").iterdir()) == []
     assert list((store / "_failed").iterdir()) == []
+
+
+def test_atomic_paths_move_every_file_or_none(tmp_path):
+    """The run's three files are flushed together and moved together; a failure moves none."""
+    targets = [tmp_path / name for name in ("scores.parquet", "rejected.parquet", "texts.parquet")]
+    targets[0].write_text("old scores")
+    with atomic_paths(*targets) as temps:
+        assert [t.parent for t in temps] == [tmp_path] * 3 and not any(t.exists() for t in temps)
+        for tmp, text in zip(temps, ("new scores", "new rejected", "new texts"), strict=True):
+            tmp.write_text(text)
+        assert targets[0].read_text() == "old scores"  # nothing moves before the block ends
+    assert [t.read_text() for t in targets] == ["new scores", "new rejected", "new texts"]
+    with pytest.raises(RuntimeError), atomic_paths(*targets) as temps:
+        for tmp in temps:
+            tmp.write_text("half written")
+        raise RuntimeError("crash")
+    assert [t.read_text() for t in targets] == ["new scores", "new rejected", "new texts"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(t.name for t in targets)
