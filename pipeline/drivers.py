@@ -31,6 +31,7 @@ from pipeline.io.atomic import (
     WORK_PREFIX,
     atomic_paths,
     clear_outputs,
+    flushing,
     output_dir,
     owned_name,
     remove_stale,
@@ -159,6 +160,7 @@ def evaluate(
         atomic_paths(out_dir / SCORES_FILE, out_dir / REJECTED_FILE, out_dir / TEXTS_FILE) as (
             scores_tmp, rejected_tmp, texts_tmp),
         parquet_writer(scores_tmp, schema) as writer,
+        flushing(scores_tmp, texts_tmp),
         phase("engine"),
     ):
         result, _ = stream_scores(

@@ -18,6 +18,7 @@ import pytest
 
 from pipeline import scoring as scoring_module
 from pipeline.cli import EXIT_INTERNAL, EXIT_OK, main
+from pipeline.io import atomic as atomic_module
 from pipeline.io.atomic import atomic_paths, owned_name
 from pipeline.views import run_query
 
@@ -264,3 +265,20 @@ def test_atomic_paths_move_every_file_or_none(tmp_path):
         raise RuntimeError("crash")
     assert [t.read_text() for t in targets] == ["new scores", "new rejected", "new texts"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(t.name for t in targets)
+
+
+def test_flushing_syncs_the_files_while_they_are_written(tmp_path, monkeypatch):
+    """The run's files reach the disk as they are written, so that the flush before they are
+    moved into place has little left; the flushing stops with the block."""
+    synced: list[Path] = []
+    monkeypatch.setattr(atomic_module, "_fsync_file", synced.append)
+    target = tmp_path / "texts.parquet"
+    with atomic_module.flushing(target, interval=0.01):
+        target.write_text("rows")
+        deadline = time.monotonic() + 5
+        while not synced and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert synced and set(synced) == {target}
+    after = len(synced)
+    time.sleep(0.05)
+    assert len(synced) == after

