@@ -269,9 +269,10 @@ def flushing(*paths: Path, interval: float = FLUSH_INTERVAL) -> Iterator[None]:
 @contextlib.contextmanager
 def atomic_paths(*targets: str | Path) -> Iterator[tuple[Path, ...]]:
     """:func:`atomic_path` for several targets at once: on success every temporary file is
-    flushed to disk, the flushes running together (a run's texts and scores took 45 and 36 ms
-    one after the other, on an otherwise idle machine), then each is moved onto its target,
-    the last target first, as nested :func:`atomic_path` blocks would."""
+    flushed to disk, the flushes issued together (a file system that commits them one by one
+    takes as long as nested blocks: 77 ms against 81 for a 1M-row run's files here, so a run
+    also flushes while it writes, :func:`flushing`), then each is moved onto its target, the
+    last target first, as nested :func:`atomic_path` blocks would."""
     paths = [Path(target) for target in targets]
     for target in paths:
         check_output_file(target)
