@@ -103,8 +103,8 @@ def row_hashes(records: pl.DataFrame) -> pl.Series:
     lists included, independent of column names and polars' memory layout), then hashed with
     XXH3-128 (xxHash 0.8, seed 0, ``polars_hash``'s ``nchash.xxh3_128``); the bytes are the
     hash's canonical big-endian form. A compiled kernel writes each row's encoding from the
-    Arrow buffers and hashes it at once (:mod:`pipeline.text.kernels.rows`; the tests check it
-    against ``polars_hash`` byte for byte). Equal records hash equally in any process, on any
+    Arrow buffers and hashes it at once (:mod:`pipeline.text.kernels.rows`; the tests check its
+    hashes against ``polars_hash``'s). Equal records hash equally in any process, on any
     machine, with any polars version. ``lang`` and the retrieval columns
     (:data:`LATE_COLUMNS`, added later) are encoded only where set, so records without them
     keep the hash they had before they existed.

@@ -19,8 +19,8 @@ and XXH3-128). :func:`hash_rows` writes the same bytes for the record schema's t
 from the Arrow buffers (strings as Arrow string views, the layout polars keeps them in, so
 nothing is copied first; integers, floats, lists of those and lists of lists), one row at a time
 into a scratch buffer, and hashes each row there with XXH3-128
-(:mod:`pipeline.text.kernels.xxh3`): 0.48 CPU-s. :func:`encode_rows` returns the bytes
-themselves; the tests check both against ``polars_hash``, byte for byte and hash for hash.
+(:mod:`pipeline.text.kernels.xxh3`): 0.48 CPU-s. The tests check the hashes against
+``polars_hash``'s (its encoding hashed by its XXH3-128) on every type and level.
 
 A column is described to the kernels by *nodes*: one row of :data:`NODE_FIELDS` integers each
 (the addresses of its buffers in this process, its Arrow offset and, for a list, its child
@@ -42,8 +42,8 @@ from pipeline.text.kernels.xxh3 import SECRET, xxh3_128
 
 #: The helpers take addresses and integers only: an array argument is passed with its reference
 #: count taken and dropped, 30-100 ns a value. The hot ones are inlined by numba (faster by a
-#: quarter than LLVM's choice); the rest are called, since inlining everything tripled the
-#: compile time of a cold run (14 s against 6.5 s, for 12 % less time a row).
+#: quarter than LLVM's choice); the rest are called, since inlining everything more than doubled
+#: the compile time of a cold run (14 s against about 6 s, for 12 % less time a row).
 inlined = numba.njit(cache=True, nogil=True, inline="always")
 helper = numba.njit(cache=True, nogil=True)
 
@@ -85,36 +85,33 @@ def _is_valid(nodes: int, node: int, i: int) -> bool:  # pragma: no cover - comp
 
 
 @inlined
-def _tag(out: int, pos: int, tag: int, write: bool) -> int:  # pragma: no cover - compiled
-    if write:
-        store_u8(out + pos, tag)
+def _tag(out: int, pos: int, tag: int) -> int:  # pragma: no cover - compiled
+    store_u8(out + pos, tag)
     return pos + 1
 
 
 @inlined
-def _varint(out: int, pos: int, value: np.uint64, write: bool) -> int:  # pragma: no cover
+def _varint(out: int, pos: int, value: np.uint64) -> int:  # pragma: no cover
     """Base 128, least significant group first; the new position."""
     while value >= _GROUP:
-        if write:
-            store_u8(out + pos, np.int64((value & _LOW_BITS) | _GROUP))
+        store_u8(out + pos, np.int64((value & _LOW_BITS) | _GROUP))
         pos += 1
         value >>= np.uint64(7)
-    if write:
-        store_u8(out + pos, np.int64(value))
+    store_u8(out + pos, np.int64(value))
     return pos + 1
 
 
 @inlined
 def _leaf(
-    nodes: int, buffers: int, node: int, i: int, out: int, pos: int, write: bool
+    nodes: int, buffers: int, node: int, i: int, out: int, pos: int
 ) -> int:  # pragma: no cover - compiled
     """Encode value ``i`` of a leaf node (null, string, integer, float) at ``pos``: nulls and
     strings here, numbers in :func:`_number` (a call: fewer copies of the code to compile)."""
     kind = _field(nodes, node, _KIND)
     if kind == NULL or not _is_valid(nodes, node, i):
-        return _tag(out, pos, TAG_NULL, write)
+        return _tag(out, pos, TAG_NULL)
     if kind != STRING:
-        return _number(nodes, node, i, out, pos, write)
+        return _number(nodes, node, i, out, pos)
     # A 16-byte view: the length, then the bytes themselves up to 12, else a prefix, the data
     # buffer's number and the offset in it.
     view = _field(nodes, node, _MAIN) + 16 * (_field(nodes, node, _OFFSET) + i)
@@ -123,34 +120,33 @@ def _leaf(
     if length > 12:
         first = _field(nodes, node, _CHILD) + read_u32(view + 8)
         address = read_i64(buffers + 8 * first) + read_u32(view + 12)
-    pos = _varint(out, _tag(out, pos, TAG_STRING, write), np.uint64(length), write)
-    if write and length > 0:
+    pos = _varint(out, _tag(out, pos, TAG_STRING), np.uint64(length))
+    if length > 0:
         copy(out + pos, address, length)
     return pos + length
 
 
 @helper
 def _number(
-    nodes: int, node: int, i: int, out: int, pos: int, write: bool
+    nodes: int, node: int, i: int, out: int, pos: int
 ) -> int:  # pragma: no cover - compiled
     """Encode value ``i`` (not null) of an integer or float node at ``pos``."""
     at = _field(nodes, node, _MAIN) + 8 * (_field(nodes, node, _OFFSET) + i)
     if _field(nodes, node, _KIND) == INTEGER:
         value = read_i64(at)
-        pos = _tag(out, pos, TAG_INT, write)
-        pos = _tag(out, pos, 1 if value >= 0 else 0, write)
+        pos = _tag(out, pos, TAG_INT)
+        pos = _tag(out, pos, 1 if value >= 0 else 0)
         magnitude = np.uint64(value) if value >= 0 else np.uint64(0) - np.uint64(value)
-        return _varint(out, pos, magnitude, write)
+        return _varint(out, pos, magnitude)
     # FLOAT: -0.0 as 0.0 (polars' float equality), every NaN as the canonical one.
-    if write:
-        bits = load_u64(at)
-        if bits & _NO_SIGN > _INFINITY:
-            bits = _CANONICAL_NAN
-        elif bits == _NEGATIVE_ZERO:
-            bits = np.uint64(0)
-        store_u8(out + pos, TAG_FLOAT)
-        for k in range(8):
-            store_u8(out + pos + 1 + k, np.int64((bits >> np.uint64(56 - 8 * k)) & _BYTE))
+    bits = load_u64(at)
+    if bits & _NO_SIGN > _INFINITY:
+        bits = _CANONICAL_NAN
+    elif bits == _NEGATIVE_ZERO:
+        bits = np.uint64(0)
+    store_u8(out + pos, TAG_FLOAT)
+    for k in range(8):
+        store_u8(out + pos + 1 + k, np.int64((bits >> np.uint64(56 - 8 * k)) & _BYTE))
     return pos + 9
 
 
@@ -162,63 +158,39 @@ def _list_bounds(nodes: int, node: int, i: int) -> tuple[int, int]:  # pragma: n
 
 @inlined
 def _value(
-    nodes: int, buffers: int, node: int, i: int, out: int, pos: int, write: bool
+    nodes: int, buffers: int, node: int, i: int, out: int, pos: int
 ) -> int:  # pragma: no cover - compiled
     """Encode value ``i`` of ``node`` at ``pos``; the new position."""
     if _field(nodes, node, _KIND) != LIST:
-        return _leaf(nodes, buffers, node, i, out, pos, write)
-    return _list(nodes, buffers, node, i, out, pos, write)
+        return _leaf(nodes, buffers, node, i, out, pos)
+    return _list(nodes, buffers, node, i, out, pos)
 
 
 @helper
 def _list(
-    nodes: int, buffers: int, node: int, i: int, out: int, pos: int, write: bool
+    nodes: int, buffers: int, node: int, i: int, out: int, pos: int
 ) -> int:  # pragma: no cover - compiled
     """Encode value ``i`` of a list node at ``pos`` (lists nest at most twice, as the record
     schema's ``List(List(String))``); the new position."""
     if not _is_valid(nodes, node, i):
-        return _tag(out, pos, TAG_NULL, write)
+        return _tag(out, pos, TAG_NULL)
     start, end = _list_bounds(nodes, node, i)
-    pos = _varint(out, _tag(out, pos, TAG_LIST, write), np.uint64(end - start), write)
+    pos = _varint(out, _tag(out, pos, TAG_LIST), np.uint64(end - start))
     child = _field(nodes, node, _CHILD)
     nested = _field(nodes, child, _KIND) == LIST
     grandchild = _field(nodes, child, _CHILD)
     for j in range(start, end):
         if not nested:
-            pos = _leaf(nodes, buffers, child, j, out, pos, write)
+            pos = _leaf(nodes, buffers, child, j, out, pos)
         elif not _is_valid(nodes, child, j):
-            pos = _tag(out, pos, TAG_NULL, write)
+            pos = _tag(out, pos, TAG_NULL)
         else:
             inner_start, inner_end = _list_bounds(nodes, child, j)
-            pos = _tag(out, pos, TAG_LIST, write)
-            pos = _varint(out, pos, np.uint64(inner_end - inner_start), write)
+            pos = _tag(out, pos, TAG_LIST)
+            pos = _varint(out, pos, np.uint64(inner_end - inner_start))
             for k in range(inner_start, inner_end):
-                pos = _leaf(nodes, buffers, grandchild, k, out, pos, write)
+                pos = _leaf(nodes, buffers, grandchild, k, out, pos)
     return pos
-
-
-@kernel
-def _encode(
-    node_table: np.ndarray, buffer_table: np.ndarray, columns: np.ndarray, levels: np.ndarray,
-    row_levels: np.ndarray, offsets: np.ndarray, out_bytes: np.ndarray, write: bool,
-) -> None:  # pragma: no cover - compiled
-    """Row ``i`` holds the columns whose level is at most ``row_levels[i]``. Without ``write``
-    the row lengths go to ``offsets[1:]``; with it, the bytes to ``out_bytes`` at ``offsets``."""
-    nodes = node_table.ctypes.data
-    buffers = buffer_table.ctypes.data
-    out = out_bytes.ctypes.data
-    for i in range(len(row_levels)):
-        fields = 0
-        for c in range(len(columns)):
-            if levels[c] <= row_levels[i]:
-                fields += 1
-        pos = offsets[i] if write else 0
-        pos = _varint(out, _tag(out, pos, TAG_STRUCT, write), np.uint64(fields), write)
-        for c in range(len(columns)):
-            if levels[c] <= row_levels[i]:
-                pos = _value(nodes, buffers, columns[c], i, out, pos, write)
-        if not write:
-            offsets[i + 1] = pos
 
 
 @kernel
@@ -226,8 +198,9 @@ def _hash(
     node_table: np.ndarray, buffer_table: np.ndarray, columns: np.ndarray, levels: np.ndarray,
     row_levels: np.ndarray, scratch: np.ndarray, low: np.ndarray, high: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """XXH3-128 of each row's encoding (written to ``scratch``, as long as the longest row)
-    into ``low[i]`` and ``high[i]``."""
+    """XXH3-128 of each row's encoding (written to ``scratch``, at least as long as the
+    longest row) into ``low[i]`` and ``high[i]``; row ``i`` holds the columns whose level is at
+    most ``row_levels[i]``."""
     nodes = node_table.ctypes.data
     buffers = buffer_table.ctypes.data
     out = scratch.ctypes.data
@@ -237,35 +210,33 @@ def _hash(
         for c in range(len(columns)):
             if levels[c] <= row_levels[i]:
                 fields += 1
-        pos = _varint(out, _tag(out, 0, TAG_STRUCT, True), np.uint64(fields), True)
+        pos = _varint(out, _tag(out, 0, TAG_STRUCT), np.uint64(fields))
         for c in range(len(columns)):
             if levels[c] <= row_levels[i]:
-                pos = _value(nodes, buffers, columns[c], i, out, pos, True)
+                pos = _value(nodes, buffers, columns[c], i, out, pos)
         low[i], high[i] = xxh3_128(out, pos, secret)
 
 
-def _describe(
-    array: pa.Array, nodes: list[list[int]], buffers: list[int], bound: list[int] | None = None
-) -> int:
+def _describe(array: pa.Array, nodes: list[list[int]], buffers: list[int], bound: list[int]
+              ) -> int:
     """Add the nodes of ``array`` (children first); its node's index. ``bound[0]`` grows by
     the most bytes the values can take: 11 a value (a tag and a 64-bit length or integer in
     base 128) and the bytes of its strings."""
-    if bound is not None:
-        bound[0] += 11 * len(array)
+    bound[0] += 11 * len(array)
     validity = array.buffers()[0]
     bitmap = 0 if validity is None or array.null_count == 0 else validity.address
     kind_of = array.type
     if pa.types.is_null(kind_of):
         nodes.append([NULL, 0, 0, 0, 0])
     elif pa.types.is_string_view(kind_of):
-        if bound is not None:  # the byte lengths of the values that are not null
-            views = np.frombuffer(array.buffers()[1], dtype=np.uint32).reshape(-1, 4)
-            lengths = views[array.offset:array.offset + len(array), 0]
-            if bitmap:
-                bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8),
-                                     bitorder="little")
-                lengths = lengths[bits[array.offset:array.offset + len(array)].view(np.bool_)]
-            bound[0] += int(lengths.sum(dtype=np.int64))
+        # the byte lengths of the values that are not null
+        views = np.frombuffer(array.buffers()[1], dtype=np.uint32).reshape(-1, 4)
+        lengths = views[array.offset:array.offset + len(array), 0]
+        if bitmap:
+            bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8),
+                                 bitorder="little")
+            lengths = lengths[bits[array.offset:array.offset + len(array)].view(np.bool_)]
+        bound[0] += int(lengths.sum(dtype=np.int64))
         first = len(buffers)
         buffers.extend(b.address for b in array.buffers()[2:])
         nodes.append([STRING, bitmap, array.offset, array.buffers()[1].address, first])
@@ -281,42 +252,13 @@ def _describe(
     return len(nodes) - 1
 
 
-def encode_rows(
-    columns: Sequence[pa.Array], levels: Sequence[int], row_levels: np.ndarray
-) -> pa.LargeBinaryArray:
-    """Each row of ``columns`` (Arrow arrays of equal length: string views, int64, float64,
-    large lists of those, nulls) in ``polars_hash``'s row encoding version 1, as a binary
-    array; row ``i`` holds column ``c`` where ``levels[c] <= row_levels[i]``."""
-    lengths = {len(column) for column in columns}
-    if lengths != {len(row_levels)}:
-        raise ValueError(f"columns of {sorted(lengths)} rows for {len(row_levels)} row levels")
-    nodes: list[list[int]] = []
-    buffers: list[int] = [0]
-    roots = [_describe(column, nodes, buffers) for column in columns]
-    node_table = np.array(nodes, dtype=np.int64).reshape(-1, NODE_FIELDS)
-    buffer_table = np.array(buffers, dtype=np.int64)
-    column_nodes = np.array(roots, dtype=np.int64)
-    column_levels = np.array(levels, dtype=np.int64)
-    row_levels = np.ascontiguousarray(row_levels, dtype=np.int64)
-    offsets = np.zeros(len(row_levels) + 1, dtype=np.int64)
-    empty = np.zeros(0, dtype=np.uint8)
-    _encode(node_table, buffer_table, column_nodes, column_levels, row_levels, offsets, empty,
-            False)
-    np.cumsum(offsets, out=offsets)
-    out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    _encode(node_table, buffer_table, column_nodes, column_levels, row_levels, offsets, out,
-            True)
-    # The arrays behind the addresses stay referenced (``columns``) until here.
-    return pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), len(row_levels), [None, pa.py_buffer(offsets), pa.py_buffer(out)]
-    )
-
-
 def hash_rows(
     columns: Sequence[pa.Array], levels: Sequence[int], row_levels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) 64-bit halves of the XXH3-128 of each row's encoding (as
-    :func:`encode_rows` writes it), without keeping the encodings: each row is written to the
+    """(low, high) 64-bit halves of the XXH3-128 of each row of ``columns`` (Arrow arrays of
+    equal length: string views, int64, float64, large lists of those, nulls) in
+    ``polars_hash``'s row encoding version 1, row ``i`` holding column ``c`` where
+    ``levels[c] <= row_levels[i]``. The encodings are not kept: each row is written to the
     start of one scratch buffer and hashed there. The buffer is as long as every value of
     ``columns`` together could take, a bound on any one row; only the longest row's bytes of it
     are ever touched (the rest is reserved, not used, memory)."""
