@@ -114,6 +114,20 @@ def _keyed(codes: Mapping[str, np.ndarray], layout: _Layout, models: np.ndarray
     return keyed, duplicates
 
 
+def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in ``a`` and in ``b`` (both ascending, without repeats) of the values they
+    share, ascending: ``np.intersect1d(a, b, assume_unique=True, return_indices=True)[1:]``
+    by binary search instead of sorting both again (16 -> 10 ms for two models of 333k keys).
+
+    >>> [p.tolist() for p in _common(np.array([1, 3, 5, 9]), np.array([3, 4, 9, 12]))]
+    [[1, 3], [0, 2]]
+    """
+    at = np.searchsorted(b, a)
+    found = at < b.size
+    found[found] = b[at[found]] == a[found]
+    return np.flatnonzero(found), at[found]
+
+
 def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(ordered, return_index=True, return_counts=True)`` of a sorted array, without
     sorting it again: each run's value, first index and length.
@@ -198,8 +212,7 @@ class _PairBlock:
         keyed, repeated = _keyed(codes, self.layout, self.models)
         self.repeated += repeated
         for a, b in self.pairs:
-            _, in_a, in_b = np.intersect1d(keyed[a][0], keyed[b][0], assume_unique=True,
-                                           return_indices=True)
+            in_a, in_b = _common(keyed[a][0], keyed[b][0])
             _pair_pass(codes, values, keyed[a][1][in_a], keyed[b][1][in_b], self.layout,
                        self.state[(a, b)])
 
