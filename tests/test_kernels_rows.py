@@ -118,6 +118,16 @@ def test_a_row_holds_only_the_columns_of_its_level():
         both[i] if level else alone[i] for i, level in enumerate(levels)]
 
 
+def test_lists_nested_more_than_twice_are_refused():
+    """The kernel reads two levels of lists (the record schema's deepest); a third would be
+    encoded wrong, so it is an error, not a hash."""
+    deep = pa.array([[[["a"]]]], pa.large_list(pa.large_list(pa.large_list(pa.string_view()))))
+    with pytest.raises(TypeError, match="nested more than twice"):
+        hash_rows([deep], [0], np.zeros(1, dtype=np.int64))
+    two = pa.array([[["a"]]], pa.large_list(pa.large_list(pa.string_view())))
+    assert len(hash_rows([two], [0], np.zeros(1, dtype=np.int64))[0]) == 1
+
+
 def test_columns_must_match_the_row_levels():
     with pytest.raises(ValueError, match="rows for 2 row levels"):
         hash_rows(arrow_columns(EDGE), [0] * EDGE.width, np.zeros(2, dtype=np.int64))

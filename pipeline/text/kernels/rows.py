@@ -217,11 +217,12 @@ def _hash(
         low[i], high[i] = xxh3_128(out, pos, secret)
 
 
-def _describe(array: pa.Array, nodes: list[list[int]], buffers: list[int], bound: list[int]
-              ) -> int:
+def _describe(array: pa.Array, nodes: list[list[int]], buffers: list[int], bound: list[int],
+              depth: int = 0) -> int:
     """Add the nodes of ``array`` (children first); its node's index. ``bound[0]`` grows by
     the most bytes the values can take: 11 a value (a tag and a 64-bit length or integer in
-    base 128) and the bytes of its strings."""
+    base 128) and the bytes of its strings. Lists nest at most twice (the kernel's limit, the
+    record schema's ``List(List(String))``); deeper ones raise ``TypeError``."""
     bound[0] += 11 * len(array)
     validity = array.buffers()[0]
     bitmap = 0 if validity is None or array.null_count == 0 else validity.address
@@ -245,7 +246,9 @@ def _describe(array: pa.Array, nodes: list[list[int]], buffers: list[int], bound
     elif kind_of == pa.float64():
         nodes.append([FLOAT, bitmap, array.offset, array.buffers()[1].address, 0])
     elif pa.types.is_large_list(kind_of):
-        child = _describe(array.values, nodes, buffers, bound)
+        if depth == 2:
+            raise TypeError(f"no row encoding for lists nested more than twice: {kind_of}")
+        child = _describe(array.values, nodes, buffers, bound, depth + 1)
         nodes.append([LIST, bitmap, array.offset, array.buffers()[1].address, child])
     else:
         raise TypeError(f"no row encoding for Arrow type {kind_of}")
