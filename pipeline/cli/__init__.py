@@ -79,9 +79,9 @@ COMMANDS: dict[str, str] = {
     "report": "pipeline.cli.report",
     "metrics": "pipeline.cli.metrics",
 }
-#: Run as the program, the allocations between two collections of the youngest generation
-#: (CPython's default is 700), and the objects of the imported modules are frozen out of later
-#: collections (:func:`gc.freeze`). A 1M-row run set off about 360 collections with the
+#: Run as the program, rag-eval collects the youngest generation every this many allocations
+#: (CPython's default: 700) and freezes the imported modules' objects out of later collections
+#: (:func:`gc.freeze`). A 1M-row run set off about 360 collections with the
 #: defaults, 95 ms under the interpreter lock; about 20 so (30-40 ms). The run's data are
 #: Arrow and numpy buffers, not Python objects, and a cycle is still freed within a fraction
 #: of a second.
