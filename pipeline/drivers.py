@@ -49,7 +49,7 @@ from pipeline.io.layout import (  # noqa: F401 - re-exported for callers of the 
     TEXT_COLUMNS,
     TEXTS_FILE,
 )
-from pipeline.io.parquet_options import parquet_writer
+from pipeline.io.parquet_options import ContractWriter
 from pipeline.io.partitioned import scan_partitions
 from pipeline.metrics.user import load_plugins
 from pipeline.metrics.user import resolve as resolve_metrics
@@ -159,7 +159,7 @@ def evaluate(
     with (
         atomic_paths(out_dir / SCORES_FILE, out_dir / REJECTED_FILE, out_dir / TEXTS_FILE) as (
             scores_tmp, rejected_tmp, texts_tmp),
-        parquet_writer(scores_tmp, schema) as writer,
+        ContractWriter(scores_tmp, schema) as writer,
         flushing(scores_tmp, texts_tmp),
         phase("engine"),
     ):

@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from pipeline import drivers as evaluate_module
 from pipeline.cli import EXIT_OK, main
 from pipeline.config import load_config
 from pipeline.engines import local
+from pipeline.io.parquet_options import ContractWriter
 from pipeline.metrics.registry import resolve
 from pipeline.scoring import BatchScorer
 
@@ -68,7 +68,7 @@ def test_engine_writes_texts_and_rejections_in_input_order(inputs: list[Path],
     for attempt in range(3):
         run = tmp_path / f"run{attempt}"
         run.mkdir()
-        with pq.ParquetWriter(run / "scores.parquet", schema) as sink:
+        with ContractWriter(run / "scores.parquet", schema) as sink:
             result, _ = local.stream_scores(
                 inputs, [], config, specs, work_dir=run / "work", sink=sink,
                 rejected_target=run / "rejected.parquet", texts_target=run / "texts.parquet",

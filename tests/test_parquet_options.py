@@ -1,13 +1,30 @@
-"""The run's Parquet files: same values back, row_hash plain, texts without a dictionary."""
+"""The run's Parquet files: same values back, row_hash plain, texts without a dictionary; the
+scores written from polars' own layout are the files the contract's types write."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
+from polars.testing import assert_frame_equal
 
-from pipeline.io.parquet_options import parquet_writer, writer_options
+from pipeline.api import score
+from pipeline.config import load_config
+from pipeline.io.parquet_options import (
+    ContractWriter,
+    parquet_writer,
+    physical_schema,
+    physical_table,
+    writer_options,
+)
+from pipeline.metrics.registry import resolve
+from pipeline.scoring import BatchScorer
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "records.parquet"
 
 
 def _table() -> pa.Table:
@@ -80,3 +97,63 @@ def test_a_dictionary_past_one_mebibyte_is_kept(tmp_path: Path) -> None:
         writer.write_table(table)
     assert pq.read_table(path).equals(table)
     assert _chunk(path, "contexts.list.element").total_uncompressed_size < 3 * 2**20
+
+
+def _scores() -> tuple[pl.DataFrame, pa.Schema]:
+    """Scores of the bundled sample (texts, keys, counts, rates, the row hash, the signature)
+    and their contract schema."""
+    config = load_config(None, metrics=("answer", "citation", "abstention", "usage", "lexical",
+                                        "retrieval"))
+    schema = BatchScorer.for_config(config, specs=resolve(config.metrics)).output_schema
+    return score(SAMPLE, config=config).scores.select(schema.names), schema
+
+
+def _column_chunks(path: Path) -> list[tuple[object, ...]]:
+    metadata = pq.ParquetFile(path).metadata
+    return [
+        (chunk.path_in_schema, chunk.encodings, chunk.compression, chunk.total_compressed_size,
+         chunk.statistics)
+        for k in range(metadata.num_row_groups)
+        for chunk in (metadata.row_group(k).column(i) for i in range(metadata.num_columns))
+    ]
+
+
+def test_contract_writer_writes_the_file_the_contract_types_write(tmp_path: Path) -> None:
+    scores, schema = _scores()
+    assert isinstance(scores["signature"].dtype, pl.String) and len(scores["signature"][0]) > 100
+    plain, physical = tmp_path / "plain.parquet", tmp_path / "physical.parquet"
+    with parquet_writer(plain, schema) as writer:
+        for part in scores.iter_slices(100):
+            writer.write_table(part.to_arrow().cast(schema))
+    with ContractWriter(physical, schema) as contract:
+        for part in scores.iter_slices(100):
+            table = physical_table(part, schema)
+            assert table.schema == physical_schema(schema)
+            assert pa.types.is_dictionary(table.schema.field("signature").type)
+            assert table.column("signature").chunk(0).dictionary.to_pylist() == [
+                scores["signature"][0]]
+            contract.write_table(table)
+    read = pq.read_table(physical)
+    assert read.schema.equals(schema) and read.equals(pq.read_table(plain))
+    assert pq.read_metadata(physical).metadata == pq.read_metadata(plain).metadata
+    assert _column_chunks(physical) == _column_chunks(plain)
+    assert_frame_equal(pl.read_parquet(physical), scores)
+    assert duckdb.sql(f"describe select * from '{physical}'").fetchall() == duckdb.sql(
+        f"describe select * from '{plain}'").fetchall()
+
+
+def test_contract_writer_takes_the_contract_types_too(tmp_path: Path) -> None:
+    scores, schema = _scores()
+    with ContractWriter(tmp_path / "c.parquet", schema) as contract:
+        contract.write(scores.head(10).to_arrow().cast(schema))
+        contract.write(physical_table(scores.slice(10), schema))
+    assert_frame_equal(pl.read_parquet(tmp_path / "c.parquet"), scores)
+    assert pq.read_schema(tmp_path / "c.parquet").equals(schema)
+
+
+def test_contract_writer_names_columns_it_does_not_hold(tmp_path: Path) -> None:
+    scores, schema = _scores()
+    with ContractWriter(tmp_path / "c.parquet", schema) as contract, pytest.raises(
+        ValueError, match="are not those of the file"
+    ):
+        contract.write(scores.drop("signature").to_arrow())

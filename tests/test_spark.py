@@ -20,7 +20,6 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -28,6 +27,7 @@ from pipeline.config import Config
 from pipeline.drivers import StoreRunSummary, evaluate, evaluate_spark, evaluate_to_store
 from pipeline.engines.local import stream_scores
 from pipeline.engines.spark import local_session
+from pipeline.io.parquet_options import ContractWriter
 from pipeline.metrics.registry import FAMILIES
 from pipeline.metrics.user import load_plugins, resolve, sql_metric
 from pipeline.schema import InputError, MissingColumnError
@@ -116,7 +116,7 @@ def sample_runs(spark, config, tmp_path_factory):
     chunked.mkdir()
     specs = resolve(config)
     schema = BatchScorer.for_config(config, specs=specs).output_schema
-    with pq.ParquetWriter(chunked / "scores.parquet", schema) as sink:
+    with ContractWriter(chunked / "scores.parquet", schema) as sink:
         result, _ = stream_scores(
             [records], [], config, specs, work_dir=root / "work", sink=sink,
             rejected_target=chunked / "rejected.parquet",

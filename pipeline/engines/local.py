@@ -39,7 +39,7 @@ from pipeline.engines import STALE_NOTE, EngineRun, duplicate_rows_sql, first_sc
 from pipeline.io.background import BackgroundWriter, Prefetch
 from pipeline.io.layout import MODEL_PARTITION, REJECTED_DIR, SCORES_DIR, TEXT_COLUMNS, TEXTS_DIR
 from pipeline.io.other_columns import STRING_VIEWS, union_writer
-from pipeline.io.parquet_options import parquet_writer
+from pipeline.io.parquet_options import parquet_writer, physical_table
 from pipeline.io.partitioned import PartitionedWriter, partition_dir
 from pipeline.io.readers import parquet_keys_unique
 from pipeline.io.sql import sql_string
@@ -86,7 +86,9 @@ _KEY_SCHEMA = {SOURCE_COLUMN: pl.String(), ROW_COLUMN: pl.Int64()}
 
 
 class ScoreSink(Protocol):
-    """Where scored batches go: one file, or a partitioned store directory."""
+    """Where scored batches go: one file, or a partitioned store directory. Each table is in
+    the :func:`~pipeline.io.parquet_options.physical_schema` of the scorer's output schema,
+    as a :class:`~pipeline.io.parquet_options.ContractWriter` of it takes them."""
 
     def write(self, table: pa.Table) -> None: ...
 
@@ -333,7 +335,7 @@ def _single_pass(
                 start = time.perf_counter()
                 stats = CorpusStats(n_candidates=candidate_count(batch))
                 scorer = scorers.setdefault(stats.n_candidates, replace(base, stats=stats))
-                scores = scorer.score_frame(batch).to_arrow().cast(schema)
+                scores = physical_table(scorer.score_frame(batch), schema)
                 timer.add("scoring", time.perf_counter() - start)
                 background.submit(timed_write(sink.write, scores))
                 if on_progress is not None:
@@ -384,12 +386,12 @@ def _score_records(
                 reused, frame = earlier.match(frame)
                 if reused.height:
                     scores = scorer.refresh(reused, stale).select(scorer.output_schema.names)
-                    table = scores.to_arrow().cast(scorer.output_schema)
+                    table = physical_table(scores, scorer.output_schema)
                     background.submit(functools.partial(sink.write, table))
                     n_reused += reused.height
                     done += reused.height
             if frame.height:
-                table = scorer.score_frame(frame).to_arrow().cast(scorer.output_schema)
+                table = physical_table(scorer.score_frame(frame), scorer.output_schema)
                 background.submit(functools.partial(sink.write, table))
             n_scored += frame.height
             if on_progress is not None:

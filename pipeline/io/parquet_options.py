@@ -26,12 +26,23 @@ each. For three kinds of column that is work without return:
   columns cost the same at either level, and keep level 1.
 
 The bytes read back are the same values with the same schema; only the encoding differs.
+
+The scores files are written by a :class:`ContractWriter` from :func:`physical_table`: polars'
+own string views as they are, instead of a copy of every text into Arrow's large strings, and
+the run's ``signature`` (one 330-byte text on every row) as a one-entry dictionary, instead of
+330 MB of copies a million rows that pyarrow then hashed row by row to dictionary-encode them
+again. The file's Arrow schema (``ARROW:schema``) is the contract's, so readers get the same
+types, values, encodings and statistics as from a file written from the contract's types
+(``tests/test_parquet_options.py``).
 """
 
 from __future__ import annotations
 
+import base64
+from types import TracebackType
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -106,3 +117,107 @@ def parquet_writer(path: Any, schema: pa.Schema) -> pq.ParquetWriter:
     """A :class:`pyarrow.parquet.ParquetWriter` of ``schema`` at ``path`` with
     :func:`writer_options`."""
     return pq.ParquetWriter(path, schema, **writer_options(schema))
+
+
+#: Text columns that hold one value for a whole run: taken as dictionaries
+#: (:func:`physical_table`), one entry per distinct value, not a copy of the text a row.
+RUN_CONSTANT_COLUMNS = frozenset({"signature"})
+#: The Parquet key-value metadata key of the Arrow schema, which pyarrow restores on reading.
+ARROW_SCHEMA_KEY = b"ARROW:schema"
+
+
+def physical_schema(schema: pa.Schema) -> pa.Schema:
+    """The layout in which a :class:`ContractWriter` of ``schema`` takes its tables: texts and
+    bytes as views (polars' layout), the texts of :data:`RUN_CONSTANT_COLUMNS` as dictionaries,
+    every other column as in ``schema``.
+
+    >>> physical_schema(pa.schema([("id", pa.large_string()), ("signature", pa.large_string()),
+    ...                            ("n", pa.int64())])).types
+    [DataType(string_view), DictionaryType(dictionary<values=large_string, indices=uint32, \
+ordered=0>), DataType(int64)]
+    """
+    return pa.schema([
+        pa.field(field.name, _physical_type(field.name, field.type), field.nullable)
+        for field in schema
+    ])
+
+
+def _physical_type(name: str, dtype: pa.DataType) -> pa.DataType:
+    text = pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+    if text and name in RUN_CONSTANT_COLUMNS:
+        return pa.dictionary(pa.uint32(), pa.large_string())
+    if text:
+        return pa.string_view()
+    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
+        return pa.binary_view()
+    return dtype
+
+
+def physical_table(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    """``frame`` (the columns of ``schema``, in its order) in :func:`physical_schema`: its
+    texts shared with the frame, a run-constant column as a categorical (a column that holds
+    one literal is cast once, not row by row)."""
+    constant = [
+        name for name, dtype in frame.schema.items()
+        if name in RUN_CONSTANT_COLUMNS and dtype == pl.String
+    ]
+    table = frame.with_columns(pl.col(constant).cast(pl.Categorical)).to_arrow(
+        compat_level=pl.CompatLevel.newest()
+    )
+    return table.cast(physical_schema(schema))
+
+
+class ContractWriter:
+    """A Parquet file of ``schema`` (the contract) written from tables in its
+    :func:`physical_schema`; tables in ``schema`` itself are converted (their run-constant
+    columns dictionary-encoded row by row). Closing it records ``schema`` as the file's Arrow
+    schema, so that readers see the contract's types; :meth:`abort` closes it without (the file
+    is a temporary one to remove)."""
+
+    def __init__(self, path: Any, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.physical = physical_schema(schema)
+        self._writer = pq.ParquetWriter(path, self.physical, store_schema=False,
+                                        **writer_options(self.physical))
+
+    def write_table(self, table: pa.Table) -> None:
+        """Append ``table``: in the physical schema, or in the contract's."""
+        if table.column_names != self.physical.names:
+            raise ValueError(f"columns {table.column_names} are not those of the file: "
+                             f"{self.physical.names}")
+        if not table.schema.equals(self.physical):
+            table = pa.Table.from_arrays(
+                [_as_physical(column, field.type)
+                 for column, field in zip(table.columns, self.physical, strict=True)],
+                schema=self.physical,
+            )
+        self._writer.write_table(table)
+
+    write = write_table
+
+    def close(self) -> None:
+        """Record the contract's Arrow schema and close the file."""
+        self._writer.add_key_value_metadata(
+            {ARROW_SCHEMA_KEY: base64.b64encode(self.schema.serialize().to_pybytes())}
+        )
+        self._writer.close()
+
+    def abort(self) -> None:
+        """Close the file as it is (a failed run's temporary file)."""
+        self._writer.close()
+
+    def __enter__(self) -> ContractWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _as_physical(column: pa.ChunkedArray, dtype: pa.DataType) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(dtype) and not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    return column.cast(dtype)

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io.atomic import WORK_PREFIX, owned_name
 from pipeline.io.layout import HASHED_PREFIX, MODEL_NAME_COLUMN, MODEL_PARTITION, NULL_PARTITION
-from pipeline.io.parquet_options import parquet_writer
+from pipeline.io.parquet_options import ContractWriter, parquet_writer, physical_table
 from pipeline.io.sql import sql_literal
 
 __all__ = [
@@ -177,7 +177,7 @@ class PartitionedWriter:
         self.prefix = prefix
         self.max_open = open_file_budget() if max_open is None else max(1, max_open)
         self._spill_parent = Path(spill_dir) if spill_dir is not None else self.directory.parent
-        self._writers: dict[str | None, pq.ParquetWriter] = {}
+        self._writers: dict[str | None, ContractWriter] = {}
         self._spill_dir: Path | None = None
         self._spill: pq.ParquetWriter | None = None
         self._spilled = 0
@@ -215,7 +215,10 @@ class PartitionedWriter:
         """Close every file and drop the spilled rows (the run failed)."""
         for writer in [*self._writers.values(), *([self._spill] if self._spill else [])]:
             try:
-                writer.close()
+                if isinstance(writer, ContractWriter):
+                    writer.abort()
+                else:
+                    writer.close()
             except Exception:  # the run's own error is the one to report
                 log.debug("closing a partition file of a failed run", exc_info=True)
         self._writers.clear()
@@ -224,18 +227,18 @@ class PartitionedWriter:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _open(self, model: str | None) -> pq.ParquetWriter:
+    def _open(self, model: str | None) -> ContractWriter:
         path = self.directory / partition_dir(MODEL_PARTITION, model)
         path.mkdir(parents=True, exist_ok=True)
         schema = self._named_schema if is_hashed(model) else self.schema
-        return parquet_writer(path / f"{self.prefix}-0.parquet", schema)
+        return ContractWriter(path / f"{self.prefix}-0.parquet", schema)
 
     def _file_table(self, model: str | None, part: pl.DataFrame) -> pa.Table:
         data = part.drop(MODEL_PARTITION)
         if is_hashed(model):
             named = data.with_columns(pl.lit(model, pl.String).alias(MODEL_NAME_COLUMN))
-            return named.to_arrow().cast(self._named_schema)
-        return data.to_arrow().cast(self.schema)
+            return physical_table(named, self._named_schema)
+        return physical_table(data, self.schema)
 
     def _spill_part(self, part: pl.DataFrame) -> None:
         if self._spill is None:
@@ -266,7 +269,7 @@ class PartitionedWriter:
                 f"{_SPILL_ROW}"
             ).to_arrow_reader(65_536)
             current: tuple[str | None] | None = None
-            writer: pq.ParquetWriter | None = None
+            writer: ContractWriter | None = None
             try:
                 for batch in reader:
                     frame = pl.from_arrow(batch)
