@@ -574,6 +574,28 @@ def summary_lines(works: list[dict[str, Any]], fams: list[dict[str, Any]]) -> li
     return lines
 
 
+#: Bytes the fresh-memory probe allocates and touches once.
+PROBE_BYTES = 2**30
+PROBE = (
+    "import time, numpy as np\n"
+    "start = time.perf_counter()\n"
+    f"np.ones({PROBE_BYTES // 8})\n"
+    "print(time.perf_counter() - start)\n"
+)
+
+
+def fresh_memory_rate() -> float:
+    """GB/s at which a new process gets fresh memory (1 GiB allocated and written once).
+
+    Most of it is the kernel's page faults. On the development machine (a virtual machine)
+    this rate moved between 0.6 and 3.9 GB/s within minutes, and a whole run touches 1.5-2 GB
+    of fresh pages where the per-row programs touch a third of that: the ratios move with it
+    (docs/benchmarks.md, tenth session). Printed before and after the runs, to read them by."""
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                         check=True)
+    return PROBE_BYTES / float(out.stdout) / 1e9
+
+
 def environment() -> dict[str, Any]:
     versions: dict[str, str | None] = {}
     for package in ("polars", "pyarrow", "duckdb", "rouge-score", "sacrebleu", "numpy"):
@@ -667,11 +689,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     created = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="bench-whole-")) if created else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
+    memory = [fresh_memory_rate()]
     try:
         works, fams = run(args, workdir)
     finally:
         if created and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    memory.append(fresh_memory_rate())
+    memory_line = ("fresh memory of a new process (1 GiB written once), before and after the "
+                   f"runs: {memory[0]:.2f} and {memory[1]:.2f} GB/s")
     work_rows = [work_cells(r) for r in works]
     family_rows = [family_cells(r) for r in fams]
     print("\nrag-eval evaluate vs per-row reference programs (statistics on; ratio = reference "
@@ -689,7 +715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nrag-eval evaluate per metric family ({fams[0]['rows']:,} short rows, "
               "hashed embeddings, statistics on)")
         print(text_table(FAMILY_HEADER, family_rows))
-    summary = summary_lines(works, fams)
+    summary = [*summary_lines(works, fams), memory_line]
     print()
     print("\n".join(summary))
     if args.json is not None:
@@ -708,6 +734,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parts.append(f"Scoring phase against `{args.baseline}`:\n\n" + "\n".join(lines))
         if family_rows:
             parts.append(markdown_table(FAMILY_HEADER, family_rows))
+        parts.append(memory_line[0].upper() + memory_line[1:] + ".")
         args.markdown.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
     ok = all(r["agree"] for r in works) and not any(r["error"] for r in fams)
     return 0 if ok else 1
