@@ -166,7 +166,9 @@ def validate_records(
             (~pl.col(_BAD) & (pl.col(ROW_COLUMN) != first)).alias(_DUPLICATE),
             first.alias(_FIRST),
         ).with_columns(pl.col(_BAD) | pl.col(_DUPLICATE))
-    checked = lazy.collect()
+    # In memory: the auto engine hands back every column in two chunks, which each reader of
+    # the records downstream (row hashes, texts, kernels) would copy into one.
+    checked = lazy.collect(engine="in-memory")
     good = checked.filter(~pl.col(_BAD))
     bad = checked.filter(pl.col(_BAD))
     if bad.height:  # reasons planned only for a chunk that has bad rows (10 ms a chunk)
@@ -232,7 +234,7 @@ def _with_reasons(
             .otherwise(pl.col(_REASON))
             .alias(_REASON)
         )
-    return lazy.collect()
+    return lazy.collect(engine="in-memory")
 
 
 def raw_json(frame: pl.DataFrame, path: str) -> pl.Series:
