@@ -233,8 +233,9 @@ def test_parquet_valid_dtypes_are_cast() -> None:
 
 def test_valid_records_come_in_one_chunk_per_column() -> None:
     """Polars' auto engine returned every column of a 100k-row chunk in two pieces, which the
-    row hashes, the texts writer and the kernels then each copied into one (about 90,000 page
-    faults a million short records): validation collects in memory, one piece a column."""
+    row hashes, the texts writer and the kernels then each copied into one (the row hashes of
+    1M short records: 0.82-1.11 s against 0.51-0.62): validation collects in memory, one piece
+    a column."""
     n = 100_000
     frame = pl.DataFrame({
         "id": [f"q{i}" for i in range(n)], "question": ["q"] * n, "reference": ["r"] * n,
