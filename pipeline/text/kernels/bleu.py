@@ -220,15 +220,18 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
         if not take[row]:
             continue
         # Fast path: a row without '.', ',', '-', '\n', '<' or '&' is split as it is (rule 1
-        # alone applies, and trailing whitespace makes no token); else it is undone and redone.
+        # alone applies, and trailing whitespace makes no token). The bytes are screened first:
+        # most answers end with a '.', and a split undone at its last byte costs a whole pass.
         start, size = offsets[row], offsets[row + 1] - offsets[row]
-        before, before_written = tokens, written
-        written, tokens, plain = _split(data, start, start + size, out_bytes, out_offsets,
-                                        written, tokens, True)
-        if plain:
+        special = 0
+        for k in range(start, start + size):
+            special |= _CLASSES[data[k]] >= 4
+        if not special:
+            before = tokens
+            written, tokens, _ = _split(data, start, start + size, out_bytes, out_offsets,
+                                        written, tokens, False)
             counts[row] = tokens - before
             continue
-        tokens, written = before, before_written
         # ``line.rstrip()``, into ``two``.
         for k in range(size):
             two[k] = data[offsets[row] + k]
@@ -242,7 +245,7 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
         # Tokenizer13a: '-\n' removed, then '\n' -> ' '; the line padded with a space on each
         # side (into ``one``). '<skipped>' and the entities are the expression's rows.
         one[0] = 0x20
-        n, k, special, dashes = 1, 0, False, False
+        n, k, special, points, dashes = 1, 0, False, False, False
         while k < size:
             b = two[k]
             kind = _CLASSES[b]
@@ -250,10 +253,13 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
                 special = True
                 break
             if kind == 5:
-                dashes = True
-                if b == 0x2D and k + 1 < size and two[k + 1] == 0x0A:
-                    k += 2
-                    continue
+                if b == 0x2D:
+                    if k + 1 < size and two[k + 1] == 0x0A:
+                        k += 2
+                        continue
+                    dashes = True
+                else:
+                    points = True
             one[n] = 0x20 if kind == 6 else b
             n += 1
             k += 1
@@ -263,10 +269,15 @@ def tokenize_13a(offsets: np.ndarray, data: np.ndarray, take: np.ndarray
         one[n] = 0x20
         n += 1
         line, spare = one, two
-        if dashes:  # rules 2-4 need a '.', ',' or '-'
-            for rule in range(2, 5):
+        # Rules 2 and 3 match a '.' or ',' only, rule 4 a '-' only, and none adds either: a rule
+        # whose character the line lacks leaves it as it is.
+        if points:
+            for rule in range(2, 4):
                 n = _substitute(line, n, spare, rule)
                 line, spare = spare, line
+        if dashes:
+            n = _substitute(line, n, spare, 4)
+            line, spare = spare, line
         # ``str.split()``; rule 1 pads ``[{-~[-` -&(-+:-@/]``: each such character is a token.
         before = tokens
         written, tokens, _ = _split(line, 0, n, out_bytes, out_offsets, written, tokens, False)
