@@ -312,7 +312,7 @@ def _scores(
     corpus.add(valid)
     scorer = BatchScorer.for_config(config, corpus.result(), specs)
     schema = scorer.output_schema
-    rows = batch_rows_for(records)
+    rows = batch_rows_for(records, texts=scorer.scored_texts)
     batches = [
         _from_arrow(scorer.score_frame(records.slice(offset, rows)).to_arrow().cast(schema))
         for offset in range(0, records.height, rows)

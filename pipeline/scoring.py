@@ -299,7 +299,6 @@ def score_frame(
     frame = records.lazy()
     if inputs is None:
         inputs = prepare_inputs(frame.collect(engine=ENGINE), config, specs)
-    needed = {need for spec in specs for need in spec.needs}
     frame = with_language(frame)
     if isinstance(records, pl.DataFrame) and _has_auto_rules(config):
         frame = frame.collect(engine=ENGINE).lazy()
@@ -309,13 +308,44 @@ def score_frame(
         latin = frame.select((pl.col(LATIN) & ~unread.fill_null(False)).all())
         if latin.collect(engine=ENGINE).item():
             inputs = replace(inputs, config=latin_rules(config))
-    for stage in intermediates(inputs, needed):
-        frame = frame.with_columns(expr.alias(name) for name, expr in stage.items())
-    for group in levels(specs):
-        frame = frame.with_columns(metric_expressions(group, inputs))
+    for stage in _metric_stages(inputs, specs):
+        frame = frame.with_columns(stage)
     keys = [pl.col(name) for name in KEY_COLUMNS]
     metrics = [pl.col(spec.name) for spec in specs]
     return frame.select(*keys, *metrics, pl.lit(config.signature()).alias("signature"))
+
+
+def _metric_stages(inputs: Inputs, specs: Sequence[MetricSpec]) -> Iterator[list[pl.Expr]]:
+    """The expressions :func:`score_frame` adds after the language, one list per stage: the
+    intermediates the specs need, then each level of metrics."""
+    needed = {need for spec in specs for need in spec.needs}
+    for stage in intermediates(inputs, needed):
+        yield [expr.alias(name) for name, expr in stage.items()]
+    for group in levels(specs):
+        yield list(metric_expressions(group, inputs))
+
+
+#: The record columns whose text makes a batch's intermediate memory grow (:func:`scored_texts`).
+TEXT_BYTES_COLUMNS: tuple[str, ...] = ("question", "reference", "response", "contexts")
+
+
+def scored_texts(inputs: Inputs, specs: Sequence[MetricSpec]) -> tuple[str, ...]:
+    """Those of :data:`TEXT_BYTES_COLUMNS` that the scoring plan of ``specs`` reads: the root
+    columns of its expressions (language detection reads the reference and the response).
+    A run's batches are sized by the bytes of these texts alone: a text no metric reads (the
+    passages of a BLEU run) is never tokenized, so it adds nothing to a batch's memory.
+
+    >>> from pipeline.config import Config
+    >>> from pipeline.metrics.user import resolve
+    >>> config = Config(metrics=("bleu",))
+    >>> scored_texts(Inputs(config=config), resolve(config))
+    ('reference', 'response')
+    """
+    stages = [list(stage.values())
+              for stage in language_stages("lang", "language", "reference", "response")]
+    roots = {root for stage in [*stages, *_metric_stages(inputs, specs)] for expr in stage
+             for root in expr.meta.root_names()}
+    return tuple(name for name in TEXT_BYTES_COLUMNS if name in roots)
 
 
 @functools.cache
@@ -392,6 +422,11 @@ class BatchScorer:
             "signature": pl.String(),
         }
         return pl.DataFrame(schema=columns).to_arrow().schema
+
+    @functools.cached_property
+    def scored_texts(self) -> tuple[str, ...]:
+        """:func:`scored_texts` of this scorer's metrics."""
+        return scored_texts(self.inputs(), self.specs)
 
     @functools.cached_property
     def embeds(self) -> bool:

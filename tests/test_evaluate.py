@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from conftest import records
 
@@ -33,6 +34,34 @@ def test_batch_rows_shrink_with_long_texts():
     assert batch_rows_for(long, batch_rows=100, batch_bytes=10) == 1
     with pytest.raises(ValueError):
         batch_rows_for(short, batch_rows=0)
+
+
+def test_batches_count_only_the_texts_the_metrics_read(tmp_path: Path):
+    """A BLEU run never tokenizes the passages: its batches are sized by the reference and
+    the response alone, and one that reads the passages counts them too."""
+    bleu = BatchScorer.for_config(Config(metrics=("bleu",)))
+    grounding = BatchScorer.for_config(Config(metrics=("faithfulness",),
+                                              embedding_backend="hashed"))
+    assert bleu.scored_texts == ("reference", "response")
+    assert grounding.scored_texts == ("question", "reference", "response", "contexts")
+    rows = records([{"reference": "a b", "response": "a", "contexts": ["x" * 94]}] * 10)
+    # "a b" + "a": 4 bytes a row read by BLEU; 100 with the question and the passage
+    assert batch_rows_for(rows, batch_rows=10**6, batch_bytes=4_000,
+                          texts=bleu.scored_texts) == 1000
+    assert batch_rows_for(rows, batch_rows=10**6, batch_bytes=4_000,
+                          texts=grounding.scored_texts) == 40
+    # The engine's batches, seen as the row groups of the scores file (one a batch): 40 rows
+    # of a 1.1 MB passage each are 44 MB of text: 30 rows a batch where the passages count.
+    source = tmp_path / "in.parquet"
+    pl.DataFrame([{**ROWS[i % 9], "id": f"r{i}", "contexts": ["many words " * 100_000]}
+                  for i in range(40)]).write_parquet(source)
+    groups = {}
+    for metrics in (("bleu",), ("answer_in_context",)):
+        out = tmp_path / metrics[0]
+        evaluate([source], out, Config(metrics=metrics), build_db=False, stats=False)
+        meta = pq.ParquetFile(out / SCORES_FILE).metadata
+        groups[metrics[0]] = [meta.row_group(k).num_rows for k in range(meta.num_row_groups)]
+    assert groups == {"bleu": [40], "answer_in_context": [30, 10]}
 
 
 def test_batching_does_not_change_scores(tmp_path: Path):

@@ -49,6 +49,7 @@ from pipeline.schema import REJECTED_SCHEMA, ROW_COLUMN, SOURCE_COLUMN
 from pipeline.scoring import (
     RECORD_BATCH_SCHEMA,
     ROW_HASH,
+    TEXT_BYTES_COLUMNS,
     BatchScorer,
     CorpusStats,
     CorpusStatsBuilder,
@@ -65,8 +66,9 @@ log = logging.getLogger(__name__)
 
 #: Most rows scored per batch; bounds the memory used by intermediate token lists.
 DEFAULT_BATCH_ROWS = 100_000
-#: Most text bytes (question, reference, response, contexts) per batch, so batches of long
-#: texts hold fewer rows: intermediate memory grows with the text, not only the row count.
+#: Most text bytes per batch, of the texts the metrics read (of question, reference, response
+#: and contexts: :func:`pipeline.scoring.scored_texts`), so batches of long texts hold fewer
+#: rows: intermediate memory grows with the text, not only the row count.
 DEFAULT_BATCH_BYTES = 32 * 2**20
 #: Rows read and validated at a time in pass 1.
 DEFAULT_CHUNK_ROWS = 100_000
@@ -114,7 +116,8 @@ class _FirstPass:
     extras: Path | None
     n_read: int
     n_valid: int
-    n_text_bytes: int
+    #: UTF-8 bytes of each of :data:`~pipeline.scoring.TEXT_BYTES_COLUMNS` over the valid rows.
+    text_bytes: dict[str, int]
     scorer: BatchScorer
 
 
@@ -131,29 +134,29 @@ class _Split:
     positions: dict[str, int]
 
 
-def text_bytes(records: pl.DataFrame) -> int:
-    """UTF-8 bytes of question, reference, response and contexts over ``records``."""
+def text_bytes(records: pl.DataFrame,
+               columns: Sequence[str] = TEXT_BYTES_COLUMNS) -> dict[str, int]:
+    """UTF-8 bytes of each of ``columns`` (of :data:`~pipeline.scoring.TEXT_BYTES_COLUMNS`;
+    ``contexts`` a list of texts) over ``records``."""
     if records.height == 0:
-        return 0
-    return int(
-        records.select(
-            pl.sum_horizontal(
-                pl.col(name).str.len_bytes().fill_null(0)
-                for name in ("question", "reference", "response")
-            ).sum()
-            + pl.col("contexts").list.eval(pl.element().str.len_bytes()).list.sum()
-            .fill_null(0).sum()
-        ).item()
+        return dict.fromkeys(columns, 0)
+    sizes = records.select(
+        (pl.col(name).list.eval(pl.element().str.len_bytes()).list.sum() if name == "contexts"
+         else pl.col(name).str.len_bytes()).fill_null(0).sum().alias(name)
+        for name in columns
     )
+    return {name: int(sizes[name].item()) for name in columns}
 
 
 def batch_rows_for(
     records: pl.DataFrame, batch_rows: int = DEFAULT_BATCH_ROWS,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    batch_bytes: int = DEFAULT_BATCH_BYTES, texts: Sequence[str] = TEXT_BYTES_COLUMNS,
 ) -> int:
     """Rows per batch: ``batch_rows``, fewer when rows average more than
-    ``batch_bytes / batch_rows`` bytes of text."""
-    return _batch_rows(records.height, text_bytes(records), batch_rows, batch_bytes)
+    ``batch_bytes / batch_rows`` bytes of the ``texts`` the metrics read
+    (:attr:`~pipeline.scoring.BatchScorer.scored_texts`; default: all of them)."""
+    n_bytes = sum(text_bytes(records, texts).values())
+    return _batch_rows(records.height, n_bytes, batch_rows, batch_bytes)
 
 
 def _batch_rows(rows: int, n_bytes: int, batch_rows: int, batch_bytes: int) -> int:
@@ -226,8 +229,8 @@ def stream_scores(
             first = _read_and_validate(
                 inputs, pairs, config, specs, work_dir, chunk_rows, duckdb_memory, on_progress
             )
-        rows_per_batch = _batch_rows(first.n_valid, first.n_text_bytes, batch_rows,
-                                     DEFAULT_BATCH_BYTES)
+        n_bytes = sum(first.text_bytes[name] for name in first.scorer.scored_texts)
+        rows_per_batch = _batch_rows(first.n_valid, n_bytes, batch_rows, DEFAULT_BATCH_BYTES)
         log.info(
             "pass 1: %d rows read, %d valid; scoring in batches of %d rows", first.n_read,
             first.n_valid, rows_per_batch,
@@ -329,7 +332,7 @@ def _single_pass(
             )
             background.submit(timed_write(rejected_out.write_table, rejected))
             background.submit(timed_write(texts_out.write, texts))
-            rows = batch_rows_for(valid, batch_rows)
+            rows = batch_rows_for(valid, batch_rows, texts=base.scored_texts)
             for offset in range(0, valid.height, rows):
                 batch = valid.slice(offset, rows)
                 start = time.perf_counter()
@@ -415,7 +418,8 @@ def _read_and_validate(
     stats = CorpusStatsBuilder(
         config, tuple(specs), spill_path=work_dir / _TEXT_WORDS, duckdb_memory=duckdb_memory
     )
-    n_read = n_valid = n_bytes = 0
+    n_read = n_valid = 0
+    n_bytes = dict.fromkeys(TEXT_BYTES_COLUMNS, 0)
     # The work file is read back by polars and DuckDB only: written from polars' own string
     # views, without copying every text into Arrow's large strings first.
     records_schema = pl.DataFrame(schema=RECORD_BATCH_SCHEMA).with_columns(
@@ -431,7 +435,8 @@ def _read_and_validate(
             n_read += chunk.n_read
             valid = chunk.records
             n_valid += valid.height
-            n_bytes += text_bytes(valid)
+            for name, size in text_bytes(valid).items():
+                n_bytes[name] += size
             stats.add(valid)
             records_out.write_table(
                 valid.with_columns(row_hashes(valid)).to_arrow(compat_level=STRING_VIEWS)
@@ -448,7 +453,7 @@ def _read_and_validate(
     return _FirstPass(
         records=records_path, rejected=rejected_path,
         extras=extras_path if extras_out.columns else None, n_read=n_read, n_valid=n_valid,
-        n_text_bytes=n_bytes, scorer=BatchScorer.for_config(config, stats.result(), specs),
+        text_bytes=n_bytes, scorer=BatchScorer.for_config(config, stats.result(), specs),
     )
 
 
