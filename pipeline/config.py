@@ -196,6 +196,19 @@ def default_cache_dir() -> Path:
     return cache_root() / "embeddings"
 
 
+#: Environment variable that turns the view templates off when set to ``0``.
+VIEW_TEMPLATES_ENV = "RAG_EVAL_VIEW_TEMPLATES"
+
+
+def view_templates_dir() -> Path | None:
+    """``$XDG_CACHE_HOME/rag-eval/views``, where built view databases are kept as templates
+    (:mod:`pipeline.view_templates`); None when ``RAG_EVAL_VIEW_TEMPLATES`` is ``0``, so that
+    every build binds its views."""
+    if os.environ.get(VIEW_TEMPLATES_ENV, "").strip() == "0":
+        return None
+    return cache_root() / "views"
+
+
 #: Presets that reproduce a replaced tool number for number (docs/compat.md): the tool's phrase
 #: lists, thresholds and formulas where they differ from the defaults. ``None``: the defaults.
 COMPAT_PRESETS: tuple[str, ...] = (

@@ -51,6 +51,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipeline.config import view_templates_dir
 from pipeline.io.atomic import atomic_path
 from pipeline.io.layout import (
     MANIFEST_FILE,
@@ -95,6 +96,7 @@ from pipeline.query import (  # noqa: F401 - the read path's names, re-exported 
 from pipeline.query import run_query as _run_query
 from pipeline.schema import InputError
 from pipeline.stats import check_stats_pair
+from pipeline.view_templates import NO_LATE, TemplateShelf, late_key, macro_parts, template_key
 
 log = logging.getLogger(__name__)
 
@@ -449,23 +451,20 @@ def build_and_answer(
     views, keyed like ``queries``: a query that reads no statistics runs while ``statistics``
     are written, on the connection that builds the views (the same views, the same results as
     :func:`query_views` afterwards). A query that fails raises an
-    :class:`~pipeline.schema.InputError` naming it once the database is in place."""
+    :class:`~pipeline.schema.InputError` naming it once the database is in place.
+
+    The database of an output directory is copied from a template when an earlier build bound
+    the same views over files of the same schemas (:mod:`pipeline.view_templates`)."""
     out_dir = Path(out_dir).resolve()
     require_outputs(out_dir)
     views = load_views(Path(queries_dir) if queries_dir is not None else default_queries_dir(),
                        user_metrics_of(out_dir))
     target = out_dir / DB_FILE
+    root = None if is_store(out_dir) else view_templates_dir()
     with atomic_path(target) as tmp:
         try:
-            con = duckdb.connect(
-                str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}
-            )
-            try:
-                # Each view's binding reads the footers of the same files: read once.
-                con.execute("set parquet_metadata_cache = true")
-                answers, failed = _create_views(con, out_dir, views, statistics, queries)
-            finally:
-                con.close()
+            answers, failed = _build(tmp, out_dir, views, _once(statistics), queries,
+                                     None if root is None else TemplateShelf(root))
         finally:
             Path(f"{tmp}.wal").unlink(missing_ok=True)
     log.info("built %d views in %s", len(views), target)
@@ -475,10 +474,155 @@ def build_and_answer(
     return target, answers
 
 
+_Answers = tuple[dict[str, pl.DataFrame], dict[str, duckdb.Error]]
+
+
+def _once(statistics: Callable[[], object] | None) -> Callable[[], object] | None:
+    """``statistics`` run at most once: a build that falls back to binding after a template
+    has already written them does not write them again."""
+    if statistics is None:
+        return None
+    done: list[object] = []
+
+    def run() -> object:
+        if not done:
+            done.append(statistics())
+        return done[0]
+
+    return run
+
+
+def _new_database(path: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
+    # Each view's binding reads the footers of the same files: read once.
+    con.execute("set parquet_metadata_cache = true")
+    return con
+
+
+def _build(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
+           statistics: Callable[[], object] | None, queries: Mapping[str, str],
+           shelf: TemplateShelf | None) -> _Answers:
+    """The database at ``tmp``, and the answers to ``queries``: from a template of ``shelf``
+    whose key is this build's, else by binding every view (then kept on ``shelf``)."""
+    if shelf is None:
+        return _bind(tmp, out_dir, views, statistics, queries)
+    macros = {DATA_DIR_MACRO: _literal(out_dir.as_posix()), **_source_macros(out_dir)}
+    early = {name: body for name, body in macros.items()
+             if statistics is None or name not in OPTIONAL_FILES}
+    key = template_key(((view.name, view.sql, view.grain) for view in views),
+                       _key_parts(out_dir, early), STORAGE_COMPATIBILITY)
+    template = shelf.find(key)
+    if template is not None and shelf.take(template, tmp):
+        try:
+            built = _from_template(tmp, out_dir, views, statistics, queries, early, template.late)
+        except duckdb.Error as exc:  # not a database this release reads: bind instead
+            log.warning("view template %s failed (%s); binding the views", template.path, exc)
+            shelf.discard(template)
+            built = None
+        if built is not None:
+            log.debug("views copied from the template %s", template.path)
+            return built
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+    built = _bind(tmp, out_dir, views, statistics, queries)
+    shelf.keep(key, NO_LATE if statistics is None else _late(out_dir), tmp)
+    return built
+
+
+def _key_parts(out_dir: Path, macros: Mapping[str, str]) -> list[str]:
+    """:func:`~pipeline.view_templates.macro_parts` of ``macros`` over ``out_dir``."""
+    files = {"scores_file": out_dir / SCORES_FILE, "rejected_file": out_dir / REJECTED_FILE,
+             "texts_file": out_dir / TEXTS_FILE,
+             **{macro: out_dir / name for macro, name in OPTIONAL_FILES.items()}}
+    return macro_parts(macros, files, out_dir, _sql_text(out_dir.as_posix()))
+
+
+def _statistics_macros(out_dir: Path) -> dict[str, str]:
+    """The macros of the statistics files as they are now (written)."""
+    return {name: body for name, body in _source_macros(out_dir).items()
+            if name in OPTIONAL_FILES}
+
+
+def _late(out_dir: Path) -> str:
+    return late_key(_key_parts(out_dir, _statistics_macros(out_dir)))
+
+
+def _bind(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
+          statistics: Callable[[], object] | None, queries: Mapping[str, str]) -> _Answers:
+    con = _new_database(tmp)
+    try:
+        return _create_views(con, out_dir, views, statistics, queries)
+    finally:
+        con.close()
+
+
+def _from_template(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
+                   statistics: Callable[[], object] | None, queries: Mapping[str, str],
+                   early: Mapping[str, str], late: str) -> _Answers | None:
+    """Point the template copied to ``tmp`` at ``out_dir`` (its ``early`` macros, then, once
+    ``statistics`` are written, theirs) and answer ``queries`` as :func:`_create_views` does;
+    None when the statistics files do not have the schemas of the template's (``late``)."""
+    answers: dict[str, pl.DataFrame] = {}
+    failed: dict[str, duckdb.Error] = {}
+    con = _new_database(tmp)
+    try:
+        _replace_macros(con, early)
+        if statistics is not None:
+            with ThreadPoolExecutor(1, thread_name_prefix="rag-eval-statistics") as pool:
+                written = pool.submit(statistics)
+                _answer(con, queries, _not_reading(queries, _reading_statistics(views)),
+                        answers, failed)
+                written.result()
+            if _late(out_dir) != late:
+                log.debug("statistics files unlike the template's; binding the views")
+                return None
+            _replace_macros(con, _statistics_macros(out_dir))
+        _answer(con, queries, [name for name in queries if name not in answers], answers, failed)
+    finally:
+        con.close()
+    return {name: answers[name] for name in queries if name in answers}, failed
+
+
+def _replace_macros(con: duckdb.DuckDBPyConnection, macros: Mapping[str, str]) -> None:
+    con.execute("begin transaction")
+    for name, body in macros.items():
+        con.execute(_macro_statement(name, body, replace=True))
+    con.execute("commit")
+
+
+def _macro_statement(name: str, body: str, *, replace: bool = False) -> str:
+    """``create macro`` of a scalar (:data:`DATA_DIR_MACRO`) or table macro."""
+    verb = "create or replace macro" if replace else "create macro"
+    kind = "" if name == DATA_DIR_MACRO else "table "
+    return f"{verb} {name}() as {kind}{body}"
+
+
+def _not_reading(queries: Mapping[str, str], late: set[str]) -> list[str]:
+    """Names of the ``queries`` that read none of the views ``late``."""
+    return [name for name, sql in queries.items()
+            if not late.intersection(_IDENTIFIER.findall(_SQL_NOISE.sub(" ", sql).lower()))]
+
+
+def _answer(con: duckdb.DuckDBPyConnection, queries: Mapping[str, str], names: Iterable[str],
+            answers: dict[str, pl.DataFrame], failed: dict[str, duckdb.Error]) -> None:
+    """Run ``queries`` ``names`` on a cursor of ``con`` (a transaction of its own): each
+    result into ``answers``, each error into ``failed``."""
+    cursor = con.cursor()
+    try:
+        for name in names:
+            try:
+                answers[name] = cursor.sql(queries[name]).pl()
+                failed.pop(name, None)
+            except duckdb.Error as exc:
+                failed[name] = exc
+    finally:
+        cursor.close()
+
+
 def _create_views(
     con: duckdb.DuckDBPyConnection, out_dir: Path, views: Sequence[ViewDef],
     statistics: Callable[[], object] | None = None, queries: Mapping[str, str] | None = None,
-) -> tuple[dict[str, pl.DataFrame], dict[str, duckdb.Error]]:
+) -> _Answers:
     """Create the macros and ``views`` on ``con`` and commit them; the results of ``queries``
     and the errors of those that failed.
 
@@ -489,21 +633,8 @@ def _create_views(
     queries = queries or {}
     answers: dict[str, pl.DataFrame] = {}
     failed: dict[str, duckdb.Error] = {}
-
-    def answer(names: Iterable[str]) -> None:
-        cursor = con.cursor()
-        try:
-            for name in names:
-                try:
-                    answers[name] = cursor.sql(queries[name]).pl()
-                    failed.pop(name, None)
-                except duckdb.Error as exc:
-                    failed[name] = exc
-        finally:
-            cursor.close()
-
     con.execute("begin transaction")
-    con.execute(f"create macro {DATA_DIR_MACRO}() as {_literal(out_dir.as_posix())}")
+    con.execute(_macro_statement(DATA_DIR_MACRO, _literal(out_dir.as_posix())))
     runs = None
     if is_store(out_dir):
         state = store_state(out_dir)  # before the runs are read: a change meanwhile shows later
@@ -515,26 +646,25 @@ def _create_views(
         written = pool.submit(statistics) if statistics is not None else None
         for macro, body in _source_macros(out_dir, runs).items():
             if written is None or macro not in OPTIONAL_FILES:
-                con.execute(f"create macro {macro}() as table {body}")
+                con.execute(_macro_statement(macro, body))
         for view in views:
             if view.name not in late:
                 _create_view(con, view)
         if written is not None:  # leaving the block waits for the statistics
             con.execute("commit")
-            answer(name for name, sql in queries.items()
-                   if not late.intersection(_IDENTIFIER.findall(_SQL_NOISE.sub(" ", sql).lower())))
+            _answer(con, queries, _not_reading(queries, late), answers, failed)
             written.result()
             con.execute("begin transaction")
     if written is not None:
         for macro, body in _source_macros(out_dir, runs).items():  # the files exist now
             if macro in OPTIONAL_FILES:
-                con.execute(f"create macro {macro}() as table {body}")
+                con.execute(_macro_statement(macro, body))
         for view in views:
             if view.name in late:
                 _create_view(con, view)
     _check_grains(con, views)
     con.execute("commit")
-    answer([name for name in queries if name not in answers])
+    _answer(con, queries, [name for name in queries if name not in answers], answers, failed)
     return {name: answers[name] for name in queries if name in answers}, failed
 
 
