@@ -36,6 +36,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 
 #: Templates kept in the folder; the least recently used beyond this are removed.
 MAX_TEMPLATES = 64
+#: Age after which a temporary copy is a dead writer's, removed when templates are pruned.
+STALE_SECONDS = 3600
 #: The late part of a template built without statistics files of its own run.
 NO_LATE = "none"
 _SUFFIX = ".duckdb"
@@ -161,10 +164,16 @@ class TemplateShelf:
             log.info("view template not kept in %s: %s", self.root, exc)
 
     def _prune(self) -> None:
-        kept = sorted(
-            ((entry.stat().st_mtime, Path(entry.path)) for entry in os.scandir(self.root)
-             if entry.name.endswith(_SUFFIX) and not entry.name.startswith(TMP_PREFIX)),
-            reverse=True,
-        )
+        """Remove the least recently used templates beyond :data:`MAX_TEMPLATES`, and the
+        temporary copies of writers killed mid-copy (older than :data:`STALE_SECONDS`)."""
+        entries = [(entry.stat().st_mtime, entry.name, Path(entry.path))
+                   for entry in os.scandir(self.root)]
+        stale = time.time() - STALE_SECONDS
+        for mtime, name, path in entries:
+            if name.startswith(TMP_PREFIX) and mtime < stale:
+                path.unlink(missing_ok=True)
+        kept = sorted(((mtime, path) for mtime, name, path in entries
+                       if name.endswith(_SUFFIX) and not name.startswith(TMP_PREFIX)),
+                      reverse=True)
         for _, path in kept[MAX_TEMPLATES:]:
             path.unlink(missing_ok=True)

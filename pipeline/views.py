@@ -513,15 +513,15 @@ def _build(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
                        _key_parts(out_dir, early), STORAGE_COMPATIBILITY)
     template = shelf.find(key)
     if template is not None and shelf.take(template, tmp):
-        try:
-            built = _from_template(tmp, out_dir, views, statistics, queries, early, template.late)
-        except duckdb.Error as exc:  # not a database this release reads: bind instead
-            log.warning("view template %s failed (%s); binding the views", template.path, exc)
+        con = _open_template(tmp, early)
+        if con is None:
+            log.warning("view template %s failed to open; binding the views", template.path)
             shelf.discard(template)
-            built = None
-        if built is not None:
-            log.debug("views copied from the template %s", template.path)
-            return built
+        else:
+            built = _from_template(con, out_dir, views, statistics, queries, template.late)
+            if built is not None:
+                log.debug("views copied from the template %s", template.path)
+                return built
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
     built = _bind(tmp, out_dir, views, statistics, queries)
@@ -556,17 +556,31 @@ def _bind(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
         con.close()
 
 
-def _from_template(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
-                   statistics: Callable[[], object] | None, queries: Mapping[str, str],
-                   early: Mapping[str, str], late: str) -> _Answers | None:
-    """Point the template copied to ``tmp`` at ``out_dir`` (its ``early`` macros, then, once
-    ``statistics`` are written, theirs) and answer ``queries`` as :func:`_create_views` does;
-    None when the statistics files do not have the schemas of the template's (``late``)."""
-    answers: dict[str, pl.DataFrame] = {}
-    failed: dict[str, duckdb.Error] = {}
-    con = _new_database(tmp)
+def _open_template(tmp: Path, early: Mapping[str, str]) -> duckdb.DuckDBPyConnection | None:
+    """The template copied to ``tmp``, its ``early`` macros replaced by this directory's; None
+    when it is not a database this DuckDB reads."""
+    try:
+        con = _new_database(tmp)
+    except duckdb.Error:
+        return None
     try:
         _replace_macros(con, early)
+    except duckdb.Error:
+        con.close()
+        return None
+    return con
+
+
+def _from_template(con: duckdb.DuckDBPyConnection, out_dir: Path, views: Sequence[ViewDef],
+                   statistics: Callable[[], object] | None, queries: Mapping[str, str],
+                   late: str) -> _Answers | None:
+    """Answer ``queries`` on ``con`` (:func:`_open_template`) as :func:`_create_views` does,
+    the statistics macros pointed at ``out_dir`` once ``statistics`` are written; closes
+    ``con``. None when the statistics files do not have the schemas of the template's
+    (``late``)."""
+    answers: dict[str, pl.DataFrame] = {}
+    failed: dict[str, duckdb.Error] = {}
+    try:
         if statistics is not None:
             with ThreadPoolExecutor(1, thread_name_prefix="rag-eval-statistics") as pool:
                 written = pool.submit(statistics)

@@ -5,6 +5,7 @@ build, never in wrong views."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import duckdb
@@ -13,6 +14,8 @@ import pytest
 
 from pipeline.api import evaluate
 from pipeline.config import VIEW_TEMPLATES_ENV
+from pipeline.io.atomic import TMP_PREFIX
+from pipeline.view_templates import MAX_TEMPLATES, NO_LATE, TemplateShelf
 from pipeline.views import DB_FILE, ViewBuildError, build_views, default_queries_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,3 +161,28 @@ def test_a_view_that_fails_to_bind_fails_every_time_and_is_never_kept(
         with pytest.raises(ViewBuildError, match=r"broken\.sql.*no_such_column"):
             build_views(tmp_path / "out", queries)
     assert templates(shelf) == before
+
+
+def test_the_shelf_keeps_the_most_recently_used_and_drops_dead_copies(tmp_path: Path) -> None:
+    root = tmp_path / "views"
+    shelf = TemplateShelf(root)
+    database = tmp_path / "built.duckdb"
+    duckdb.connect(str(database)).close()
+    for k in range(MAX_TEMPLATES):
+        shelf.keep(f"{k:032x}", NO_LATE, database)
+        os.utime(root / f"{k:032x}-{NO_LATE}.duckdb", (1000 + k, 1000 + k))
+    dead, fresh = root / f"{TMP_PREFIX}dead", root / f"{TMP_PREFIX}fresh"
+    dead.write_bytes(b"half a copy")
+    fresh.write_bytes(b"a copy being written")
+    os.utime(dead, (1, 1))
+    used = shelf.find(f"{0:032x}")  # the oldest, taken: now the most recently used
+    assert used is not None and used.late == NO_LATE
+    assert shelf.take(used, tmp_path / "copy.duckdb")
+    shelf.keep("e" * 32, NO_LATE, database)
+    shelf.keep("f" * 32, NO_LATE, database)
+    names = {path.name for path in root.iterdir()}
+    assert len([n for n in names if n.endswith(".duckdb")]) == MAX_TEMPLATES
+    assert f"{0:032x}-{NO_LATE}.duckdb" in names  # used last: kept
+    assert f"{1:032x}-{NO_LATE}.duckdb" not in names and f"{2:032x}-{NO_LATE}.duckdb" not in names
+    assert fresh.name in names and dead.name not in names
+    assert shelf.find(f"{1:032x}") is None
