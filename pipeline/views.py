@@ -525,7 +525,8 @@ def _build(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
     built = _bind(tmp, out_dir, views, statistics, queries)
-    shelf.keep(key, NO_LATE if statistics is None else _late(out_dir), tmp)
+    late = NO_LATE if statistics is None else _late(out_dir, _statistics_macros(out_dir))
+    shelf.keep(key, late, tmp)
     return built
 
 
@@ -543,8 +544,9 @@ def _statistics_macros(out_dir: Path) -> dict[str, str]:
             if name in OPTIONAL_FILES}
 
 
-def _late(out_dir: Path) -> str:
-    return late_key(_key_parts(out_dir, _statistics_macros(out_dir)))
+def _late(out_dir: Path, macros: Mapping[str, str]) -> str:
+    """The late part of the key: the statistics ``macros`` over ``out_dir`` and their files."""
+    return late_key(_key_parts(out_dir, macros))
 
 
 def _bind(tmp: Path, out_dir: Path, views: Sequence[ViewDef],
@@ -587,10 +589,11 @@ def _from_template(con: duckdb.DuckDBPyConnection, out_dir: Path, views: Sequenc
                 _answer(con, queries, _not_reading(queries, _reading_statistics(views)),
                         answers, failed)
                 written.result()
-            if _late(out_dir) != late:
+            written_macros = _statistics_macros(out_dir)
+            if _late(out_dir, written_macros) != late:
                 log.debug("statistics files unlike the template's; binding the views")
                 return None
-            _replace_macros(con, _statistics_macros(out_dir))
+            _replace_macros(con, written_macros)
         _answer(con, queries, [name for name in queries if name not in answers], answers, failed)
     finally:
         con.close()
