@@ -4,6 +4,10 @@ expression it replaces on ASCII rows and the Python oracle (tests/oracles.py); m
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import polars as pl
 import pytest
 from conftest import examples
@@ -92,3 +96,37 @@ def test_the_compiler_target_is_set_up_on_a_daemon_thread() -> None:
     assert not thread.is_alive()
     out = both(["see [1] and [2, 3]."])
     assert out["parsed"].to_list() == out["parsed_ref"].to_list() == [[1, 2, 3]]
+
+
+
+SET_UP_IN_A_FRESH_PROCESS = """
+import importlib, importlib.util, json, sys
+import numba, numpy as np
+from pipeline.text.kernels.buffers import SCIPY_BLAS, start_kernels_in_background
+start_kernels_in_background().join()
+during = "scipy.linalg" in sys.modules
+hidden = SCIPY_BLAS in sys.modules and sys.modules[SCIPY_BLAS] is None
+@numba.njit
+def dot(a, b):
+    return np.dot(a, b)
+has_scipy = importlib.util.find_spec("scipy") is not None
+print(json.dumps({
+    "imported_during_set_up": during, "hidden_after": hidden,
+    "dot": dot(np.arange(3.0), np.arange(3.0)),
+    "blas_after": importlib.import_module(SCIPY_BLAS).__name__ if has_scipy else None,
+    "scipy": has_scipy,
+}))
+"""
+
+
+def test_the_set_up_does_not_import_scipy_and_leaves_it_importable() -> None:
+    """numba's set-up looks for scipy's BLAS by importing all of scipy.linalg (0.15-0.2 s); the
+    set-up hides that module, and afterwards it imports, and BLAS functions compile, as ever."""
+    done = subprocess.run([sys.executable, "-c", SET_UP_IN_A_FRESH_PROCESS], capture_output=True,
+                          text=True, check=True, timeout=300)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["imported_during_set_up"] is False
+    assert seen["hidden_after"] is False
+    assert seen["dot"] == 5.0
+    # The test environment has scipy (pytrec-eval-terrier needs it): the hidden module is back.
+    assert seen["blas_after"] == ("scipy.linalg.cython_blas" if seen["scipy"] else None)
