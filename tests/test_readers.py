@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.io.pairs import PairResult, read_prediction_pair
-from pipeline.io.readers import JSON_VALUE, read_frame, read_records
+from pipeline.io.parquet_input import FIRST_SLICE_ROWS, parquet_slices
+from pipeline.io.readers import JSON_VALUE, iter_records, read_frame, read_records
 from pipeline.schema import REJECTED_SCHEMA, InputError, MissingColumnError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples"
@@ -526,3 +527,24 @@ def test_read_frame_reads_an_in_memory_frame_as_the_parquet_reader(tmp_path: Pat
         read_frame(frame.clear(), "<data>", config)
     with pytest.raises(MissingColumnError, match="response"):
         read_frame(frame.drop("response"), "<data>", Config())
+
+
+def test_the_first_slice_is_cut_so_the_first_batch_starts_sooner():
+    # One group of 250,000 rows, read in chunks of 100,000: 25,000 rows first, then the rest.
+    assert list(parquet_slices([(250_000, 1)], 100_000)) == [
+        (0, FIRST_SLICE_ROWS), (FIRST_SLICE_ROWS, 250_000 - FIRST_SLICE_ROWS)]
+    # A first slice that small already, a later group, and no group at all are as they were.
+    assert list(parquet_slices([(10, 1), (300, 1)], 100)) == [(0, 10), (10, 300)]
+    assert list(parquet_slices([], 100)) == []
+
+
+def test_records_come_whole_and_in_order_across_the_cut(tmp_path):
+    path = tmp_path / "records.parquet"
+    rows = FIRST_SLICE_ROWS + 7
+    pl.DataFrame({"id": [f"q{i}" for i in range(rows)], "question": "q?", "response": "r",
+                  "reference": "a"}).write_parquet(path, row_group_size=rows)
+    chunks = list(iter_records(path, Config(), chunk_rows=100_000))
+    assert [c.height for c in chunks] == [FIRST_SLICE_ROWS, 7]
+    ids = pl.concat([c.select("id", "row_number") for c in chunks])
+    assert ids["id"].to_list() == [f"q{i}" for i in range(rows)]
+    assert ids["row_number"].to_list() == list(range(rows))
