@@ -3,7 +3,8 @@
 `make test` runs it beside mypy: on a fresh clone each of the two pytest workers would otherwise
 compile the same kernels at the same time (about 13 CPU-s each, docs/benchmarks.md). It scores a
 few sample rows, in English and Chinese, with every text rule that has a kernel of its own, and
-hashes them (``row_hash``, whose kernel every evaluation runs).
+hashes them (``row_hash``, whose kernel every evaluation runs), and puts their ids in the
+statistics' md5 buckets.
 Nothing it computes is checked here; the tests check the kernels against their references.
 """
 
@@ -18,6 +19,7 @@ import polars as pl
 import pipeline
 from pipeline.config import ANSWER_SCORERS, BLEU_TOKENIZERS, ROUGE_TOKENIZERS, Config
 from pipeline.scoring import row_hashes
+from pipeline.stats import bucket_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "records.parquet"
@@ -40,6 +42,7 @@ def rows() -> pl.DataFrame:
 def warm() -> None:
     records = rows()
     row_hashes(records)
+    bucket_of(records["id"])
     base = Config(embedding_backend="hashed")
     pipeline.score(records, config=base)
     for rule, choices in RULE_CHOICES.items():

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import numpy as np
 import polars as pl
 
@@ -32,6 +31,8 @@ from pipeline.stats.tables import (
     binary_columns,
     metric_columns,
 )
+from pipeline.text.kernels.buffers import string_buffers
+from pipeline.text.kernels.md5 import md5_first_words
 
 
 def _check_buckets(buckets: int) -> None:
@@ -42,24 +43,19 @@ def _check_buckets(buckets: int) -> None:
 def bucket_of(ids: pl.Series, buckets: int = BUCKETS) -> pl.Series:
     """The bucket of each id: the top ``log2(buckets)`` bits of the first 4 bytes of md5 (UTF-8).
 
-    Computed by DuckDB's ``md5``; equal to
-    ``int(hashlib.md5(id.encode()).hexdigest()[:8], 16) >> (32 - log2(buckets))``, so stable
-    across versions of polars, DuckDB and Python. A null id goes to bucket 0.
+    Equal to ``int(hashlib.md5(id.encode()).hexdigest()[:8], 16) >> (32 - log2(buckets))``
+    (:func:`~pipeline.text.kernels.md5.md5_first_words`), so stable across versions of polars,
+    DuckDB and Python. A null id goes to bucket 0.
 
     >>> bucket_of(pl.Series(["q1", None]), 4096).to_list()
     [4083, 0]
     """
     _check_buckets(buckets)
-    frame = pl.DataFrame({"id": ids.cast(pl.String)})
-    connection = duckdb.connect()
-    try:
-        connection.register("ids", frame.to_arrow())
-        hexes = connection.sql("select left(md5(id), 8) as h from ids").pl()["h"]
-    finally:
-        connection.close()
-    shift = 32 - (buckets.bit_length() - 1)
-    codes = hexes.str.to_integer(base=16).cast(pl.UInt64) // (1 << shift)
-    return codes.fill_null(0).cast(pl.UInt32).rename("cluster")
+    offsets, data, valid = string_buffers(ids.cast(pl.String))
+    shift = np.uint32(32 - (buckets.bit_length() - 1))
+    codes = md5_first_words(offsets, data) >> shift
+    codes[~valid] = 0
+    return pl.Series("cluster", codes, dtype=pl.UInt32)
 
 
 def stable_order(codes: np.ndarray, size: int) -> np.ndarray:

@@ -97,7 +97,7 @@ class _Rows:
             model = self._rows[0]["model"]
             self._order = stable_order(model, layout.size("model"))
             self._starts = np.searchsorted(model[self._order], np.arange(layout.size("model") + 1))
-        if models.size == layout.size("model"):
+        if int(layout.model_rows[models].sum()) == layout.rows:  # no other model has rows
             yield self._rows
             return
         chosen = np.sort(np.concatenate(
