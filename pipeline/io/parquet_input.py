@@ -46,9 +46,9 @@ MAX_GROUP_BYTES = 256 * 2**20
 
 #: The first slice of a file holds at most this many rows: the run scores them while the rest
 #: of the first row group is read. polars stops decoding a group at the end of a slice (25,000
-#: rows of a 250,000-row group of the benchmark's records: 0.06-0.07 s, the whole group 0.17-0.28
-#: s), so the first batch starts that much sooner; 1M short rows, ROUGE and BLEU: 0.15-0.3 s less
-#: in all, alternating runs (docs/benchmarks.md).
+#: rows of a 250,000-row group of the benchmark's records: 0.04-0.07 s, the whole group
+#: 0.14-0.28 s), so on 1M short rows the first batch starts 0.38 s after the engine instead of
+#: about 1 s (docs/benchmarks.md).
 FIRST_SLICE_ROWS = 25_000
 
 
