@@ -53,6 +53,10 @@ DATA_DIR_MACRO = "eval_data_dir"
 #: out as damaged (a JSON object: run id -> why).
 STATE_MACRO = "eval_store_state"
 DAMAGED_MACRO = "eval_store_damaged"
+#: Scalar macro an output directory's database carries when its ``scores`` view is bound to the
+#: columns of ``scores.parquet`` as they were (:func:`scores_columns`, ``pipeline.views``): a
+#: file with other columns makes the database stale.
+SCORES_COLUMNS_MACRO = "eval_scores_columns"
 #: The value of ``--run`` (the session variable ``eval_run``) that selects every run.
 ALL_RUNS = "all"
 #: Statement types :func:`run_query` runs: reads (``select``, and ``describe``, ``show``,
@@ -325,6 +329,16 @@ class _Built:
     state: str | None
     #: Runs left out as damaged (run id -> why).
     damaged: dict[str, str]
+    #: :func:`scores_columns` when built, for an output directory whose ``scores`` view was
+    #: bound to them (None: a store, or a view that reads the file as it is).
+    scores_columns: str | None = None
+
+
+def scores_columns(con: duckdb.DuckDBPyConnection) -> str:
+    """The columns of ``scores_file()`` on ``con`` as DuckDB describes them (name and type
+    each), as one JSON text."""
+    rows = con.execute("describe select * from scores_file()").fetchall()
+    return json.dumps([[name, kind] for name, kind, *_ in rows])
 
 
 def _built_for(con: duckdb.DuckDBPyConnection) -> _Built | None:
@@ -339,9 +353,23 @@ def _built_for(con: duckdb.DuckDBPyConnection) -> _Built | None:
             store = None
     except duckdb.Error:
         return None
-    if store is None:
-        return _Built(str(row[0]), None, {})
-    return _Built(str(row[0]), str(store[0]), dict(json.loads(store[1])))
+    if store is not None:
+        return _Built(str(row[0]), str(store[0]), dict(json.loads(store[1])))
+    try:
+        bound = con.execute(f"select {SCORES_COLUMNS_MACRO}()").fetchone()
+    except duckdb.Error:  # views that read the scores as they are
+        bound = None
+    return _Built(str(row[0]), None, {}, None if bound is None else str(bound[0]))
+
+
+def _scores_changed(con: duckdb.DuckDBPyConnection, built: _Built) -> bool:
+    """Whether ``scores.parquet`` no longer has the columns the views were bound to."""
+    if built.scores_columns is None:
+        return False
+    try:
+        return scores_columns(con) != built.scores_columns
+    except duckdb.Error:  # unreadable now: building again says why
+        return True
 
 
 def _open_if_fresh(out_dir: Path, builder: BuilderSource, settings: Mapping[str, Any],
@@ -373,6 +401,9 @@ def _open_if_fresh(out_dir: Path, builder: BuilderSource, settings: Mapping[str,
         elif is_store(out_dir) and built.state != store_state(out_dir):
             log.info("the runs of %s changed since its views were built; rebuilding them",
                      out_dir)
+        elif con is not None and _scores_changed(con, built):
+            log.info("%s has other columns than when the views were built; rebuilding them",
+                     out_dir / SCORES_FILE)
         elif damaged and not set(damaged) <= set(built.damaged):
             pass  # built again below: leaves the damaged runs out, with a warning naming each
         else:

@@ -452,6 +452,30 @@ def test_extra_columns_pass_through_staging(tmp_path: Path) -> None:
     )
 
 
+def test_an_output_directory_binds_its_scores_once(tmp_path: Path) -> None:
+    """In an output directory the ``scores`` view is the projection of its file that
+    queries/scores.sql gives there (the union with the typed contract, which a store needs, is
+    bound once): the same columns, types, order and rows; and a file with other columns,
+    written after the views were built, is read as it is."""
+    write_outputs(tmp_path, scores_frame().select(*KEY_COLUMNS, "answer_f1", "signature")
+                  .with_columns(pl.lit(7).alias("future_metric")))
+    build_views(tmp_path)
+    as_written = next(view for view in VIEWS if view.name == "scores")
+    with connect(tmp_path) as con:
+        sql = con.execute("select sql from duckdb_views() where view_name = 'scores'").fetchone()
+        union = con.extract_statements(as_written.sql)[0].query
+        bound = (con.execute("describe scores").fetchall(),
+                 con.execute("select * from scores").fetchall())
+        unioned = (con.execute(f"describe {union}").fetchall(), con.execute(union).fetchall())
+    assert sql is not None and "union" not in sql[0].lower()
+    assert bound == unioned
+    assert [name for name, *_ in bound[0]][-2:] == ["eval_run", "future_metric"]
+    write_outputs(tmp_path, scores_frame())  # every metric column, no future_metric
+    assert run_query(tmp_path, "select sum(citation_n_pred) as n from scores").item() == 5
+    with pytest.raises(duckdb.BinderException, match="future_metric"):
+        run_query(tmp_path, "select future_metric from scores")
+
+
 def test_real_scorer_output_builds(tmp_path: Path) -> None:
     """scores from the actual driver, for all metrics and for a --metrics subset."""
     rows = [
