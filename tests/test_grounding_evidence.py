@@ -183,6 +183,16 @@ def test_claim_support_numbers_are_whole_numbers():
     assert reasons == [["number 70 not in the passages"], [], []]
 
 
+def test_claim_support_of_no_pairs_has_the_columns_of_some():
+    pairs = pl.DataFrame({"claim": ["It has 70 seats."], "evidence": ["It has 70 seats."],
+                          "question": [None], "lang": ["en"], "_row": [0]},
+                         schema_overrides={"question": pl.String})
+    some = claim_support(pairs, tau_lex=0.5)
+    none = claim_support(pairs.clear(), tau_lex=0.5)
+    assert some["stated"].to_list() == [True]
+    assert none.height == 0 and none.schema == some.schema
+
+
 quoted_words = st.lists(
     st.sampled_from(["Tampa", "stadium", "hosted", "2021", "the", "game", "Florida", "7",
                      "February", "buccaneers", "played", "at", "香港", "议席", "70", "共有"]),
