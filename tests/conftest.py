@@ -87,8 +87,8 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Figure]]:
     return figures
 
 
-#: The slowest test files, started first: `make test` runs two workers that each take whole
-#: files (`-n 2 --dist loadfile`), and a long file picked up last keeps one worker busy alone.
+#: The slowest test files, started first: `make test` runs three workers that each take whole
+#: files (`-n 3 --dist loadfile`), and a long file picked up last keeps one worker busy alone.
 SLOW_FIRST: tuple[str, ...] = (
     "test_spark.py", "test_store.py", "test_store_faults.py", "test_compat_enhanced_framework.py",
     "test_stale_outputs.py", "test_report.py", "test_exit_codes_faults.py", "test_api.py",
