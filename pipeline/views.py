@@ -740,10 +740,10 @@ def _as_projection(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
     store, whose runs differ and whose run a query chooses when it runs. An output directory
     has one file, fixed until its views are built again, so the union is bound once, here, not
     again in every view and query that reads the scores: binding the 27 views of the sample
-    took 0.47 s, 0.32 s this way (docs/benchmarks.md). The columns bound to are kept in the
-    macro :data:`SCORES_COLUMNS_MACRO`: a file with other columns makes the database stale
-    (:func:`pipeline.query.open_views` builds it again). Where the file's columns are not unique
-    names, the view stays as its file wrote it.
+    took 0.58-0.61 CPU-s, 0.35-0.44 s this way (docs/benchmarks.md). The columns bound to are
+    kept in the macro :data:`SCORES_COLUMNS_MACRO`: a file with other columns makes the
+    database stale (:func:`pipeline.query.open_views` builds it again). Where the file's columns
+    are not unique names, the view stays as its file wrote it.
     """
     columns = con.execute(f"describe {sql_identifier(view.name)}").fetchall()
     bound = scores_columns(con)
