@@ -69,6 +69,7 @@ evaluate: $(EVAL_STAMP) $(RGB_RECORDS)
 # cores, each taking whole test files (their module fixtures, the Spark session among them, are
 # built once): two left the cores idle a sixth of the time (tests that wait on a command, a
 # lock or a browser), three fill it (6 min 35 s against about 7 min; docs/benchmarks.md).
+# The files run longest first (tests/conftest.py, SLOW_FIRST), not as xdist would reorder them.
 # Bytecode is written (this environment may turn it off): each test worker and each command the
 # tests start would otherwise compile the package and rewrite the tests' asserts again.
 # The property tests draw half their examples (each still checks hundreds of rows or more);
@@ -83,14 +84,14 @@ test: $(EVAL_STAMP)
 		$(MAKE) --no-print-directory $(TEST_STAMP) \
 		&& $(BIN)/python -m ruff check pipeline tests bench data \
 		&& $(BIN)/python -m mypy; checked=$$?; wait $$warm && test $$checked -eq 0
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder
 
 test-thorough: export PYTHONDONTWRITEBYTECODE =
 test-thorough: export RAG_EVAL_TEST_EXAMPLES = 1
 test-thorough: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder
 
 lint: $(TEST_STAMP)
 	$(BIN)/python -m ruff check pipeline tests bench data
