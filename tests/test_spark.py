@@ -15,6 +15,7 @@ import json
 import math
 import os
 import shutil
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,9 @@ TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 @pytest.fixture(scope="module")
 def spark():
+    # PySpark's context replaces the SIGINT handler (Ctrl-C cancels its jobs) and keeps it
+    # after it stops: the test files the worker runs next get Python's own back.
+    interrupt = signal.getsignal(signal.SIGINT)
     with pytest.MonkeyPatch.context() as patch:  # read when the JVM starts, not after
         patch.setenv("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)
         session = local_session("local[2]", app_name="rag-eval-tests")
@@ -77,6 +81,7 @@ def spark():
     assert conf.get("spark.ui.enabled") == "false"
     yield session
     session.stop()
+    signal.signal(signal.SIGINT, interrupt)
 
 
 PLUGIN = Path(__file__).resolve().parent / "fixtures" / "plugins" / "team_metrics.py"
